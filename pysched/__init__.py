@@ -1,0 +1,1 @@
+"""pysched: full-system traces of Linux guests and OS-scheduler studies."""

@@ -1,0 +1,1140 @@
+/*
+ * tracer.c - pysched's full-system tracer: a QEMU TCG plugin (API v4) that records, for every
+ * vCPU of an x86_64 Linux guest, the retired block stream with guest-physical frames, system
+ * calls, interrupts/exceptions, context switches and ROI markers into Parquet tables.
+ *
+ * Layout of this file: includes, version, constants and state, table buffers and the writer
+ * thread, guest introspection (registers, IDT, thread key), callbacks, translation, exit and
+ * reset, option parsing, install. See README.md beside it for the tables and how events are
+ * derived.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <glib.h>
+#include <qemu-plugin.h>
+
+#include "parquet_writer.h"
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
+
+/* ---------------------------------------------------------------------------------------- */
+/* Constants                                                                                 */
+
+#define SCHEMA_VERSION "1"
+#define KTEXT_START 0xffffffff80000000ULL /* __START_KERNEL_map: maps physical 0 (nokaslr) */
+#define KTEXT_END 0xffffffffc0000000ULL
+#define KERNEL_HALF 0xffff800000000000ULL
+#define PADDR_UNKNOWN UINT64_MAX
+
+#define MARK_BEGIN 0x5ced0001u
+#define MARK_END 0x5ced0002u
+#define MARK_USER 0x5ced0003u
+
+/* insns.flags bits */
+enum { F_SYSCALL = 1, F_INT80 = 2, F_SYSRET = 4, F_IRET = 8, F_MARKER = 16 };
+
+#define EVENT_ROWS 65536             /* rows per part of the small event tables */
+#define MAX_INFLIGHT_BYTES (768u << 20) /* vCPUs wait when the writer is this far behind */
+#define IDT_REFRESH_SWITCHES 4096    /* re-read the IDT every this many context switches */
+
+/* ---------------------------------------------------------------------------------------- */
+/* Table schemas (column order = README order)                                               */
+
+#define EV_COLS {"vcpu", PQ_U16}, {"icount", PQ_U64}, {"exec_row", PQ_U64}, {"time_ns", PQ_U64}
+static const pq_column COLS_BLOCKS[] = {
+    {"block", PQ_U32}, {"vaddr", PQ_U64}, {"ninsn", PQ_U32}, {"nbytes", PQ_U32}};
+static const pq_column COLS_INSNS[] = {{"block", PQ_U32}, {"idx", PQ_U16}, {"vaddr", PQ_U64},
+                                       {"paddr", PQ_U64}, {"size", PQ_U8}, {"flags", PQ_U8}};
+static const pq_column COLS_EXEC[] = {{"block", PQ_U32}};
+static const pq_column COLS_SYSCALLS[] = {
+    EV_COLS,        {"kind", PQ_U8},    {"thread", PQ_U64}, {"cr3", PQ_U64},
+    {"abi", PQ_U8}, {"nr", PQ_I64},     {"arg0", PQ_U64},   {"arg1", PQ_U64},
+    {"arg2", PQ_U64}, {"arg3", PQ_U64}, {"arg4", PQ_U64},   {"arg5", PQ_U64},
+    {"ret", PQ_I64}, {"pc", PQ_U64},    {"matched", PQ_U8}};
+static const pq_column COLS_INTERRUPTS[] = {
+    EV_COLS,           {"kind", PQ_U8},       {"thread", PQ_U64}, {"cr3", PQ_U64},
+    {"vector", PQ_I16}, {"error_code", PQ_U64}, {"user", PQ_U8},    {"pc", PQ_U64},
+    {"handler", PQ_U64}, {"block_retired", PQ_U32}};
+static const pq_column COLS_SWITCHES[] = {
+    EV_COLS, {"prev", PQ_U64}, {"next", PQ_U64}, {"cr3", PQ_U64}};
+static const pq_column COLS_MARKERS[] = {
+    EV_COLS, {"kind", PQ_U8}, {"thread", PQ_U64}, {"cr3", PQ_U64}, {"value", PQ_U64}};
+static const pq_column COLS_MEM[] = {{"icount", PQ_U64}, {"vaddr", PQ_U64}, {"paddr", PQ_U64},
+                                     {"size", PQ_U8},    {"store", PQ_U8}};
+
+#define NCOLS(a) (sizeof(a) / sizeof((a)[0]))
+#define MAXCOLS 20
+
+typedef struct {
+    const char *name;
+    const pq_column *cols;
+    size_t ncols;
+} TableDef;
+
+enum { T_BLOCKS, T_INSNS, T_EXEC, T_SYSCALLS, T_INTERRUPTS, T_SWITCHES, T_MARKERS, T_MEM, T_N };
+static const TableDef TABLES[T_N] = {
+    [T_BLOCKS] = {"blocks", COLS_BLOCKS, NCOLS(COLS_BLOCKS)},
+    [T_INSNS] = {"insns", COLS_INSNS, NCOLS(COLS_INSNS)},
+    [T_EXEC] = {"exec", COLS_EXEC, NCOLS(COLS_EXEC)},
+    [T_SYSCALLS] = {"syscalls", COLS_SYSCALLS, NCOLS(COLS_SYSCALLS)},
+    [T_INTERRUPTS] = {"interrupts", COLS_INTERRUPTS, NCOLS(COLS_INTERRUPTS)},
+    [T_SWITCHES] = {"switches", COLS_SWITCHES, NCOLS(COLS_SWITCHES)},
+    [T_MARKERS] = {"markers", COLS_MARKERS, NCOLS(COLS_MARKERS)},
+    [T_MEM] = {"mem", COLS_MEM, NCOLS(COLS_MEM)},
+};
+
+/* A column-wise buffer of one table; its arrays move to the writer thread when full. */
+typedef struct {
+    int table;
+    size_t n, cap;
+    uint32_t seq; /* next part number */
+    void *col[MAXCOLS];
+} Buf;
+
+#define COL(b, i, T) (((T *)(b)->col[i]))
+
+/* ---------------------------------------------------------------------------------------- */
+/* State                                                                                     */
+
+/* One translation block, as the plugin saw it at translation. */
+typedef struct {
+    uint32_t id;
+    uint32_t ninsn;
+    uint64_t vaddr;
+    int16_t vector;   /* IDT vector whose handler starts here, or -1 */
+    bool is_switch;   /* starts __switch_to */
+    uint8_t *sizes;   /* instruction lengths, for locating a faulting RIP */
+} Block;
+
+/* Register handles (the same on every vCPU, read once in vcpu_init). */
+enum { R_RAX, R_RBX, R_RCX, R_RDX, R_RSI, R_RDI, R_RBP, R_RSP, R_R8, R_R9, R_R10,
+       R_GS_BASE, R_K_GS_BASE, R_CR3, R_N };
+static const char *REG_NAMES[R_N] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp",
+                                     "rsp", "r8",  "r9",  "r10", "gs_base", "k_gs_base", "cr3"};
+
+/* Per-vCPU state: touched only by its own vCPU thread (and in exclusive sections). */
+typedef struct {
+    unsigned int index;
+    Buf buf[T_N];          /* only the per-vCPU tables are used */
+    uint64_t icount;       /* instructions retired before `pending` started */
+    uint64_t exec_rows;    /* rows appended to this vCPU's exec stream */
+    Block *pending;        /* the block that started last, not yet counted */
+    uint64_t switches;     /* context switches seen, to pace IDT refreshes */
+    GByteArray *scratch;
+    struct qemu_plugin_register *reg[R_N];
+} VCPU;
+
+typedef enum { MODE_LIGHT, MODE_FULL } Mode;
+
+static struct {
+    /* options */
+    char *out;
+    char *sysmap;
+    bool roi_all;
+    bool data;
+    size_t rows;
+    int zstd;
+    uint64_t ram;
+    /* symbols */
+    uint64_t sym_idt, sym_current, sym_switch_to;
+    bool have_current;
+    /* run state */
+    qemu_plugin_id_t id;
+    Mode mode;
+    volatile bool tracing;
+    bool reset_pending;
+    VCPU *vcpus;
+    unsigned int nvcpus;
+    struct timespec t0;
+    /* translation-time tables, under `lock` */
+    GMutex lock;
+    uint32_t next_block;
+    Buf statics[2]; /* T_BLOCKS, T_INSNS */
+    GHashTable *handlers; /* handler vaddr -> vector + 1 */
+    uint64_t idt_hash;
+    uint64_t ram_base;
+    bool ram_base_set;
+    uint64_t ram_base_mismatch;
+    /* per-thread "how it last entered the kernel from user mode", under `lock` */
+    GHashTable *entry_kind;
+    /* pending begin marker (recorded by the reset callback) */
+    int begin_vcpu;
+    uint64_t begin_value, begin_thread, begin_cr3;
+    /* writer thread */
+    GThread *writer;
+    GAsyncQueue *queue;
+    GMutex flow_lock;
+    GCond flow_cond;
+    size_t inflight;
+    /* counters for plugin.json */
+    uint64_t n_blocks, n_windows, n_iret_self, n_shared_handlers, n_idt_reads, n_parts;
+} S;
+
+enum { ENTRY_SYSCALL = 1, ENTRY_INTERRUPT = 2 };
+
+/* ---------------------------------------------------------------------------------------- */
+/* Buffers and the writer thread                                                            */
+
+typedef struct {
+    char *path;
+    int table;
+    int vcpu; /* -1 for the static tables */
+    size_t n;
+    void *col[MAXCOLS];
+    size_t bytes;
+} Job;
+
+static void buf_alloc(Buf *b, int table, size_t cap)
+{
+    const TableDef *t = &TABLES[table];
+    b->table = table;
+    b->cap = cap;
+    b->n = 0;
+    for (size_t i = 0; i < t->ncols; i++) {
+        b->col[i] = g_malloc(cap * pq_type_size(t->cols[i].type));
+    }
+}
+
+static size_t buf_row_bytes(const Buf *b)
+{
+    const TableDef *t = &TABLES[b->table];
+    size_t s = 0;
+    for (size_t i = 0; i < t->ncols; i++) {
+        s += pq_type_size(t->cols[i].type);
+    }
+    return s;
+}
+
+static void writer_enqueue(Job *job)
+{
+    g_mutex_lock(&S.flow_lock);
+    while (S.inflight > MAX_INFLIGHT_BYTES) {
+        g_cond_wait(&S.flow_cond, &S.flow_lock);
+    }
+    S.inflight += job->bytes;
+    g_mutex_unlock(&S.flow_lock);
+    g_async_queue_push(S.queue, job);
+}
+
+/* Hand a buffer's rows to the writer thread and give the buffer fresh arrays. */
+static void buf_flush(Buf *b, int vcpu)
+{
+    if (b->n == 0) {
+        return;
+    }
+    const TableDef *t = &TABLES[b->table];
+    Job *job = g_new0(Job, 1);
+    job->table = b->table;
+    job->vcpu = vcpu;
+    job->n = b->n;
+    job->bytes = b->n * buf_row_bytes(b);
+    if (vcpu >= 0) {
+        job->path = g_strdup_printf("%s/%s/v%03d-%06u.parquet", S.out, t->name, vcpu, b->seq++);
+    } else {
+        job->path = g_strdup_printf("%s/%s/%06u.parquet", S.out, t->name, b->seq++);
+    }
+    memcpy(job->col, b->col, sizeof(job->col));
+    buf_alloc(b, b->table, b->cap);
+    writer_enqueue(job);
+}
+
+static gpointer writer_main(gpointer unused)
+{
+    char err[512];
+    for (;;) {
+        Job *job = g_async_queue_pop(S.queue);
+        if (job->path == NULL) { /* the stop sentinel */
+            g_free(job);
+            return NULL;
+        }
+        const TableDef *t = &TABLES[job->table];
+        char vcpu[16];
+        snprintf(vcpu, sizeof(vcpu), "%d", job->vcpu);
+        const char *meta[] = {"pysched.schema_version", SCHEMA_VERSION, "pysched.table", t->name,
+                              job->vcpu >= 0 ? "pysched.vcpu" : NULL, vcpu, NULL};
+        if (pq_write_part(job->path, t->cols, t->ncols, (const void *const *)job->col, job->n,
+                          meta, S.zstd, err, sizeof(err)) != 0) {
+            fprintf(stderr, "pysched-trace: %s\n", err);
+            exit(1);
+        }
+        __atomic_add_fetch(&S.n_parts, 1, __ATOMIC_RELAXED);
+        for (size_t i = 0; i < t->ncols; i++) {
+            g_free(job->col[i]);
+        }
+        g_mutex_lock(&S.flow_lock);
+        S.inflight -= job->bytes;
+        g_cond_broadcast(&S.flow_cond);
+        g_mutex_unlock(&S.flow_lock);
+        g_free(job->path);
+        g_free(job);
+    }
+}
+
+static void flush_statics(void)
+{
+    g_mutex_lock(&S.lock);
+    buf_flush(&S.statics[0], -1);
+    buf_flush(&S.statics[1], -1);
+    g_mutex_unlock(&S.lock);
+}
+
+/* Flush every table of one vCPU, after the static tables its rows refer to. */
+static void flush_vcpu(VCPU *vs)
+{
+    flush_statics();
+    for (int t = T_EXEC; t < T_N; t++) {
+        if (vs->buf[t].cap) {
+            buf_flush(&vs->buf[t], vs->index);
+        }
+    }
+}
+
+/* Reserve one row of a per-vCPU event table (flushing the vCPU when it is full). */
+static size_t ev_row(VCPU *vs, int table)
+{
+    Buf *b = &vs->buf[table];
+    if (b->n == b->cap) {
+        flush_vcpu(vs);
+    }
+    size_t r = b->n++;
+    if (table != T_MEM) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        COL(b, 0, uint16_t)[r] = vs->index;
+        COL(b, 2, uint64_t)[r] = vs->exec_rows;
+        COL(b, 3, uint64_t)[r] = (uint64_t)(ts.tv_sec - S.t0.tv_sec) * 1000000000ull +
+                                 (uint64_t)(ts.tv_nsec - S.t0.tv_nsec);
+    }
+    return r;
+}
+
+static inline void exec_append(VCPU *vs, Block *b)
+{
+    Buf *e = &vs->buf[T_EXEC];
+    COL(e, 0, uint32_t)[e->n++] = b->id;
+    vs->exec_rows++;
+    vs->pending = b;
+    if (e->n == e->cap) {
+        flush_vcpu(vs);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Guest introspection                                                                       */
+
+static uint64_t reg_read(VCPU *vs, int r)
+{
+    if (!vs->reg[r]) {
+        return 0;
+    }
+    g_byte_array_set_size(vs->scratch, 0);
+    int n = qemu_plugin_read_register(vs->reg[r], vs->scratch);
+    uint64_t v = 0;
+    if (n > 0) {
+        memcpy(&v, vs->scratch->data, MIN((size_t)n, sizeof(v)));
+    }
+    return v;
+}
+
+static bool mem_read(VCPU *vs, uint64_t va, void *dst, size_t len)
+{
+    if (!qemu_plugin_read_memory_vaddr(va, vs->scratch, len)) {
+        return false;
+    }
+    memcpy(dst, vs->scratch->data, len);
+    return true;
+}
+
+/* The running task_struct: current_task through whichever GS base holds the kernel's. */
+static uint64_t read_thread(VCPU *vs)
+{
+    if (!S.have_current) {
+        return 0;
+    }
+    uint64_t gs = reg_read(vs, R_GS_BASE);
+    if (gs < KERNEL_HALF) {
+        gs = reg_read(vs, R_K_GS_BASE);
+    }
+    uint64_t task = 0;
+    if (gs < KERNEL_HALF || !mem_read(vs, gs + S.sym_current, &task, sizeof(task))) {
+        return 0;
+    }
+    return task;
+}
+
+static bool vector_has_error_code(int v)
+{
+    return v == 8 || (v >= 10 && v <= 14) || v == 17 || v == 21 || v == 29 || v == 30;
+}
+
+/*
+ * Read the guest's IDT (idt_table) and rebuild the handler table when it changed. Called in a
+ * vCPU context. Returns true when the table changed (translations must then be redone).
+ */
+static bool idt_refresh(VCPU *vs)
+{
+    uint8_t idt[256 * 16];
+    if (!S.sym_idt || !mem_read(vs, S.sym_idt, idt, sizeof(idt))) {
+        return false;
+    }
+    S.n_idt_reads++;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < sizeof(idt); i++) {
+        h = (h ^ idt[i]) * 1099511628211ull;
+    }
+    GHashTable *t = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+    uint64_t shared = 0;
+    for (int v = 0; v < 256; v++) {
+        const uint8_t *g = idt + 16 * v;
+        if (!(g[5] & 0x80)) { /* not present */
+            continue;
+        }
+        uint64_t off = (uint64_t)g[0] | (uint64_t)g[1] << 8 | (uint64_t)g[6] << 16 |
+                       (uint64_t)g[7] << 24 | (uint64_t)g[8] << 32 | (uint64_t)g[9] << 40 |
+                       (uint64_t)g[10] << 48 | (uint64_t)g[11] << 56;
+        uint64_t *key = g_new(uint64_t, 1);
+        *key = off;
+        if (g_hash_table_contains(t, key)) { /* keep the lowest vector */
+            shared++;
+            g_free(key);
+            continue;
+        }
+        g_hash_table_insert(t, key, GINT_TO_POINTER(v + 1));
+    }
+    g_mutex_lock(&S.lock);
+    bool changed = h != S.idt_hash;
+    if (changed) {
+        if (S.handlers) {
+            g_hash_table_destroy(S.handlers);
+        }
+        S.handlers = t;
+        S.idt_hash = h;
+        S.n_shared_handlers = shared;
+        t = NULL;
+    }
+    g_mutex_unlock(&S.lock);
+    if (t) {
+        g_hash_table_destroy(t);
+    }
+    return changed;
+}
+
+static void entry_kind_set(uint64_t thread, int kind)
+{
+    if (!thread) {
+        return;
+    }
+    g_mutex_lock(&S.lock);
+    g_hash_table_insert(S.entry_kind, GSIZE_TO_POINTER(thread), GINT_TO_POINTER(kind));
+    g_mutex_unlock(&S.lock);
+}
+
+static int entry_kind_take(uint64_t thread)
+{
+    if (!thread) {
+        return 0;
+    }
+    g_mutex_lock(&S.lock);
+    int k = GPOINTER_TO_INT(g_hash_table_lookup(S.entry_kind, GSIZE_TO_POINTER(thread)));
+    g_hash_table_remove(S.entry_kind, GSIZE_TO_POINTER(thread));
+    g_mutex_unlock(&S.lock);
+    return k;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Execution callbacks                                                                       */
+
+static void request_reset(Mode next);
+
+/* The common case: a block starts. */
+static void vcpu_tb_exec(unsigned int cpu, void *udata)
+{
+    if (!S.tracing) {
+        return;
+    }
+    VCPU *vs = &S.vcpus[cpu];
+    if (vs->pending) {
+        vs->icount += vs->pending->ninsn;
+    }
+    exec_append(vs, (Block *)udata);
+}
+
+/* How many instructions of block B retired before the one at RIP (all when RIP is not in B). */
+static uint32_t retired_before(const Block *b, uint64_t rip)
+{
+    uint64_t va = b->vaddr;
+    for (uint32_t i = 0; i < b->ninsn; i++) {
+        if (va == rip) {
+            return i;
+        }
+        va += b->sizes[i];
+    }
+    return b->ninsn;
+}
+
+static void interrupt_entry(VCPU *vs, Block *b)
+{
+    int v = b->vector;
+    uint64_t rsp = reg_read(vs, R_RSP);
+    uint64_t frame[3] = {0, 0, 0};
+    bool ok = mem_read(vs, rsp, frame, sizeof(frame));
+    int k = vector_has_error_code(v) ? 1 : 0;
+    uint64_t err = k ? frame[0] : 0, rip = frame[k], cs = frame[k + 1];
+    bool user = ok && (cs & 3) == 3;
+
+    /* Only synchronous exceptions cut a block short: QEMU delivers interrupts between blocks. */
+    uint32_t retired = 0;
+    if (vs->pending) {
+        retired = vs->pending->ninsn;
+        if (ok && v < 32 && v != 2) {
+            retired = retired_before(vs->pending, rip);
+        }
+        vs->icount += retired;
+        vs->pending = NULL;
+    }
+    if (v == 0x80) { /* recorded as a system call by the int 0x80 instruction callback */
+        return;
+    }
+    uint64_t thread = read_thread(vs);
+    if (user) {
+        entry_kind_set(thread, ENTRY_INTERRUPT);
+    }
+    Buf *t = &vs->buf[T_INTERRUPTS];
+    size_t r = ev_row(vs, T_INTERRUPTS);
+    COL(t, 1, uint64_t)[r] = vs->icount;
+    COL(t, 4, uint8_t)[r] = 0;
+    COL(t, 5, uint64_t)[r] = thread;
+    COL(t, 6, uint64_t)[r] = reg_read(vs, R_CR3);
+    COL(t, 7, int16_t)[r] = (int16_t)v;
+    COL(t, 8, uint64_t)[r] = err;
+    COL(t, 9, uint8_t)[r] = user;
+    COL(t, 10, uint64_t)[r] = rip;
+    COL(t, 11, uint64_t)[r] = b->vaddr;
+    COL(t, 12, uint32_t)[r] = retired;
+}
+
+static void context_switch(VCPU *vs)
+{
+    Buf *t = &vs->buf[T_SWITCHES];
+    size_t r = ev_row(vs, T_SWITCHES);
+    COL(t, 1, uint64_t)[r] = vs->icount;
+    COL(t, 4, uint64_t)[r] = reg_read(vs, R_RDI);
+    COL(t, 5, uint64_t)[r] = reg_read(vs, R_RSI);
+    COL(t, 6, uint64_t)[r] = reg_read(vs, R_CR3);
+    /* The IDT is final long before user space runs; re-reading it now and then costs little. */
+    if (vs->switches++ % IDT_REFRESH_SWITCHES == 0 && idt_refresh(vs)) {
+        request_reset(MODE_FULL);
+    }
+}
+
+/* A block that starts an interrupt handler or __switch_to (registered with register access). */
+static void vcpu_tb_exec_special(unsigned int cpu, void *udata)
+{
+    if (!S.tracing) {
+        return;
+    }
+    VCPU *vs = &S.vcpus[cpu];
+    Block *b = udata;
+    if (b->vector >= 0) {
+        interrupt_entry(vs, b);
+    } else if (vs->pending) {
+        vs->icount += vs->pending->ninsn;
+    }
+    if (b->is_switch) {
+        vs->pending = NULL;
+        context_switch(vs);
+    }
+    exec_append(vs, b);
+}
+
+/* userdata of instruction callbacks: index in the block and the instruction's flags */
+#define INSN_UD(idx, flags) GUINT_TO_POINTER(((idx) << 8) | (flags))
+#define UD_IDX(ud) (GPOINTER_TO_UINT(ud) >> 8)
+#define UD_FLAGS(ud) (GPOINTER_TO_UINT(ud) & 0xff)
+
+static void syscall_row(VCPU *vs, uint64_t icount, int kind, uint64_t thread, int abi,
+                        int64_t nr, const uint64_t *args, int64_t ret, uint64_t pc, int matched)
+{
+    Buf *t = &vs->buf[T_SYSCALLS];
+    size_t r = ev_row(vs, T_SYSCALLS);
+    COL(t, 1, uint64_t)[r] = icount;
+    COL(t, 4, uint8_t)[r] = kind;
+    COL(t, 5, uint64_t)[r] = thread;
+    COL(t, 6, uint64_t)[r] = reg_read(vs, R_CR3);
+    COL(t, 7, uint8_t)[r] = abi;
+    COL(t, 8, int64_t)[r] = nr;
+    for (int i = 0; i < 6; i++) {
+        COL(t, 9 + i, uint64_t)[r] = args ? args[i] : 0;
+    }
+    COL(t, 15, int64_t)[r] = ret;
+    COL(t, 16, uint64_t)[r] = pc;
+    COL(t, 17, uint8_t)[r] = matched;
+}
+
+static void marker_row(VCPU *vs, int kind, uint64_t value, uint64_t thread, uint64_t cr3,
+                       uint64_t icount)
+{
+    Buf *t = &vs->buf[T_MARKERS];
+    size_t r = ev_row(vs, T_MARKERS);
+    COL(t, 1, uint64_t)[r] = icount;
+    COL(t, 4, uint8_t)[r] = kind;
+    COL(t, 5, uint64_t)[r] = thread;
+    COL(t, 6, uint64_t)[r] = cr3;
+    COL(t, 7, uint64_t)[r] = value;
+}
+
+/* syscall, int 0x80, sysretq, iretq and the ROI marker: called before the instruction runs. */
+static void vcpu_insn_exec(unsigned int cpu, void *udata)
+{
+    VCPU *vs = &S.vcpus[cpu];
+    unsigned flags = UD_FLAGS(udata), idx = UD_IDX(udata);
+    Block *b = vs->pending;
+    uint64_t pc = b ? b->vaddr : 0;
+    for (unsigned i = 0; b && i < idx; i++) {
+        pc += b->sizes[i];
+    }
+    /* the event's icount counts this instruction */
+    uint64_t icount = vs->icount + idx + 1;
+
+    if (flags & F_MARKER) {
+        uint64_t cmd = reg_read(vs, R_RAX) & 0xffffffffu, value = reg_read(vs, R_RDI);
+        if (cmd == MARK_BEGIN && !S.roi_all && S.mode == MODE_LIGHT) {
+            /* Resolve what needs this vCPU's context now; the reset callback starts recording. */
+            idt_refresh(vs);
+            S.begin_vcpu = (int)cpu;
+            S.begin_value = value;
+            S.begin_thread = read_thread(vs);
+            S.begin_cr3 = reg_read(vs, R_CR3);
+            request_reset(MODE_FULL);
+        } else if (S.tracing && (cmd == MARK_USER || cmd == MARK_BEGIN ||
+                                 (cmd == MARK_END && S.roi_all))) {
+            marker_row(vs, cmd == MARK_USER ? 2 : cmd == MARK_BEGIN ? 0 : 1, value,
+                       read_thread(vs), reg_read(vs, R_CR3), icount);
+        } else if (S.tracing && cmd == MARK_END) {
+            marker_row(vs, 1, value, read_thread(vs), reg_read(vs, R_CR3), icount);
+            S.tracing = false;
+            request_reset(MODE_LIGHT);
+        }
+        return;
+    }
+    if (!S.tracing) {
+        return;
+    }
+    uint64_t thread = read_thread(vs);
+    if (flags & (F_SYSCALL | F_INT80)) {
+        uint64_t args[6];
+        int64_t nr;
+        if (flags & F_SYSCALL) {
+            static const int regs64[6] = {R_RDI, R_RSI, R_RDX, R_R10, R_R8, R_R9};
+            nr = (int64_t)reg_read(vs, R_RAX);
+            for (int i = 0; i < 6; i++) {
+                args[i] = reg_read(vs, regs64[i]);
+            }
+        } else {
+            static const int regs32[6] = {R_RBX, R_RCX, R_RDX, R_RSI, R_RDI, R_RBP};
+            nr = (int64_t)(reg_read(vs, R_RAX) & 0xffffffffu);
+            for (int i = 0; i < 6; i++) {
+                args[i] = reg_read(vs, regs32[i]) & 0xffffffffu;
+            }
+        }
+        entry_kind_set(thread, ENTRY_SYSCALL);
+        syscall_row(vs, icount, 0, thread, (flags & F_SYSCALL) ? 64 : 32, nr, args, 0, pc, 0);
+    } else if (flags & F_SYSRET) {
+        int k = entry_kind_take(thread);
+        syscall_row(vs, icount, 1, thread, 64, -1, NULL, (int64_t)reg_read(vs, R_RAX), pc,
+                    k == ENTRY_SYSCALL);
+    } else if (flags & F_IRET) {
+        uint64_t frame[2] = {0, 0};
+        mem_read(vs, reg_read(vs, R_RSP), frame, sizeof(frame));
+        if (frame[0] == pc + 2) { /* iret_to_self: serialising, not an interrupt return */
+            __atomic_add_fetch(&S.n_iret_self, 1, __ATOMIC_RELAXED);
+            return;
+        }
+        bool user = (frame[1] & 3) == 3;
+        if (user && entry_kind_take(thread) == ENTRY_SYSCALL) {
+            syscall_row(vs, icount, 1, thread, 0, -1, NULL, (int64_t)reg_read(vs, R_RAX), pc, 1);
+            return;
+        }
+        Buf *t = &vs->buf[T_INTERRUPTS];
+        size_t r = ev_row(vs, T_INTERRUPTS);
+        COL(t, 1, uint64_t)[r] = icount;
+        COL(t, 4, uint8_t)[r] = 1;
+        COL(t, 5, uint64_t)[r] = thread;
+        COL(t, 6, uint64_t)[r] = reg_read(vs, R_CR3);
+        COL(t, 7, int16_t)[r] = -1;
+        COL(t, 8, uint64_t)[r] = 0;
+        COL(t, 9, uint8_t)[r] = user;
+        COL(t, 10, uint64_t)[r] = frame[0];
+        COL(t, 11, uint64_t)[r] = pc;
+        COL(t, 12, uint32_t)[r] = 0;
+    }
+}
+
+static void vcpu_mem(unsigned int cpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata)
+{
+    if (!S.tracing) {
+        return;
+    }
+    VCPU *vs = &S.vcpus[cpu];
+    struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
+    Buf *t = &vs->buf[T_MEM];
+    size_t r = ev_row(vs, T_MEM);
+    COL(t, 0, uint64_t)[r] = vs->icount + GPOINTER_TO_UINT(udata);
+    COL(t, 1, uint64_t)[r] = vaddr;
+    COL(t, 2, uint64_t)[r] =
+        (hw && !qemu_plugin_hwaddr_is_io(hw)) ? qemu_plugin_hwaddr_phys_addr(hw) : PADDR_UNKNOWN;
+    COL(t, 3, uint8_t)[r] = 1u << qemu_plugin_mem_size_shift(info);
+    COL(t, 4, uint8_t)[r] = qemu_plugin_mem_is_store(info);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Translation                                                                               */
+
+static unsigned decode_flags(const uint8_t *p, size_t n)
+{
+    if (n == 2 && p[0] == 0x0f && p[1] == 0x05) {
+        return F_SYSCALL;
+    }
+    if (n == 2 && p[0] == 0xcd && p[1] == 0x80) {
+        return F_INT80;
+    }
+    if (n == 3 && p[0] == 0x48 && p[1] == 0x0f && p[2] == 0x07) {
+        return F_SYSRET;
+    }
+    if (n == 2 && p[0] == 0x48 && p[1] == 0xcf) {
+        return F_IRET;
+    }
+    if (n == 3 && p[0] == 0x48 && p[1] == 0x87 && p[2] == 0xdb) {
+        return F_MARKER;
+    }
+    return 0;
+}
+
+/* Guest-physical address of host pointer H into guest RAM (see README: calibration). */
+static uint64_t to_paddr(void *h)
+{
+    if (!h || !S.ram_base_set || (uint64_t)(uintptr_t)h < S.ram_base) {
+        return PADDR_UNKNOWN;
+    }
+    uint64_t pa = (uint64_t)(uintptr_t)h - S.ram_base;
+    return (S.ram && pa >= S.ram) ? PADDR_UNKNOWN : pa;
+}
+
+static void calibrate(uint64_t va, void *h)
+{
+    if (!h || va < KTEXT_START || va >= KTEXT_END) {
+        return;
+    }
+    uint64_t base = (uint64_t)(uintptr_t)h - (va - KTEXT_START);
+    if (!S.ram_base_set) {
+        S.ram_base = base;
+        S.ram_base_set = true;
+    } else if (base != S.ram_base) {
+        S.ram_base_mismatch++;
+    }
+}
+
+static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+    size_t n = qemu_plugin_tb_n_insns(tb);
+    uint64_t va = qemu_plugin_tb_vaddr(tb);
+    if (n == 0) {
+        return;
+    }
+    uint8_t bytes[16];
+
+    g_mutex_lock(&S.lock);
+    calibrate(va, qemu_plugin_insn_haddr(qemu_plugin_tb_get_insn(tb, 0)));
+    if (S.mode == MODE_LIGHT) {
+        g_mutex_unlock(&S.lock);
+        for (size_t i = 0; i < n; i++) {
+            struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+            size_t sz = qemu_plugin_insn_data(insn, bytes, sizeof(bytes));
+            if (decode_flags(bytes, sz) == F_MARKER) {
+                qemu_plugin_register_vcpu_insn_exec_cb(insn, vcpu_insn_exec,
+                                                       QEMU_PLUGIN_CB_R_REGS,
+                                                       INSN_UD(i, F_MARKER));
+            }
+        }
+        return;
+    }
+
+    Block *b = g_new0(Block, 1);
+    b->id = S.next_block++;
+    b->ninsn = n;
+    b->vaddr = va;
+    b->sizes = g_new(uint8_t, n);
+    gpointer vec = S.handlers ? g_hash_table_lookup(S.handlers, &va) : NULL;
+    b->vector = vec ? (int16_t)(GPOINTER_TO_INT(vec) - 1) : -1;
+    b->is_switch = S.sym_switch_to && va == S.sym_switch_to;
+    S.n_blocks++;
+
+    Buf *bi = &S.statics[1];
+    uint32_t nbytes = 0;
+    unsigned flags[n];
+    for (size_t i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        size_t sz = qemu_plugin_insn_data(insn, bytes, sizeof(bytes));
+        flags[i] = decode_flags(bytes, sz);
+        b->sizes[i] = (uint8_t)qemu_plugin_insn_size(insn);
+        nbytes += b->sizes[i];
+        if (bi->n == bi->cap) {
+            buf_flush(bi, -1);
+        }
+        size_t r = bi->n++;
+        COL(bi, 0, uint32_t)[r] = b->id;
+        COL(bi, 1, uint16_t)[r] = (uint16_t)i;
+        COL(bi, 2, uint64_t)[r] = qemu_plugin_insn_vaddr(insn);
+        COL(bi, 3, uint64_t)[r] = to_paddr(qemu_plugin_insn_haddr(insn));
+        COL(bi, 4, uint8_t)[r] = b->sizes[i];
+        COL(bi, 5, uint8_t)[r] = (uint8_t)flags[i];
+    }
+    Buf *bb = &S.statics[0];
+    if (bb->n == bb->cap) {
+        buf_flush(bb, -1);
+    }
+    size_t r = bb->n++;
+    COL(bb, 0, uint32_t)[r] = b->id;
+    COL(bb, 1, uint64_t)[r] = va;
+    COL(bb, 2, uint32_t)[r] = (uint32_t)n;
+    COL(bb, 3, uint32_t)[r] = nbytes;
+    g_mutex_unlock(&S.lock);
+
+    if (b->vector >= 0 || b->is_switch) {
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, vcpu_tb_exec_special, QEMU_PLUGIN_CB_R_REGS, b);
+    } else {
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, vcpu_tb_exec, QEMU_PLUGIN_CB_NO_REGS, b);
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        if (flags[i]) {
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, vcpu_insn_exec, QEMU_PLUGIN_CB_R_REGS,
+                                                   INSN_UD(i, flags[i]));
+        }
+        if (S.data) {
+            qemu_plugin_register_vcpu_mem_cb(insn, vcpu_mem, QEMU_PLUGIN_CB_NO_REGS,
+                                             QEMU_PLUGIN_MEM_RW, GUINT_TO_POINTER(i));
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* vCPU set-up, reset, exit                                                                  */
+
+static void vcpu_init(qemu_plugin_id_t id, unsigned int cpu)
+{
+    VCPU *vs = &S.vcpus[cpu];
+    if (vs->scratch) { /* registered again after a reset */
+        return;
+    }
+    vs->index = cpu;
+    vs->scratch = g_byte_array_new();
+    GArray *regs = qemu_plugin_get_registers();
+    for (guint i = 0; i < regs->len; i++) {
+        qemu_plugin_reg_descriptor *d = &g_array_index(regs, qemu_plugin_reg_descriptor, i);
+        for (int r = 0; r < R_N; r++) {
+            if (!strcmp(d->name, REG_NAMES[r])) {
+                vs->reg[r] = d->handle;
+            }
+        }
+    }
+    g_array_free(regs, TRUE);
+}
+
+static void write_plugin_json(bool final);
+static void at_exit(qemu_plugin_id_t id, void *p);
+
+static void register_callbacks(void)
+{
+    qemu_plugin_register_vcpu_init_cb(S.id, vcpu_init);
+    qemu_plugin_register_vcpu_tb_trans_cb(S.id, vcpu_tb_trans);
+    qemu_plugin_register_atexit_cb(S.id, at_exit, NULL);
+}
+
+/* Count the last started block of every vCPU and flush everything (vCPUs are stopped). */
+static void close_window(void)
+{
+    for (unsigned i = 0; i < S.nvcpus; i++) {
+        VCPU *vs = &S.vcpus[i];
+        if (vs->pending) {
+            vs->icount += vs->pending->ninsn;
+            vs->pending = NULL;
+        }
+        flush_vcpu(vs);
+    }
+}
+
+static Mode next_mode;
+
+/* Runs with every vCPU stopped, after QEMU flushed its translations. */
+static void on_reset(qemu_plugin_id_t id)
+{
+    Mode was = S.mode;
+    S.mode = next_mode;
+    S.reset_pending = false;
+    register_callbacks();
+    if (was == MODE_LIGHT && next_mode == MODE_FULL) {
+        /* ROI begin: every vCPU starts at its next block boundary. */
+        S.n_windows++;
+        for (unsigned i = 0; i < S.nvcpus; i++) {
+            S.vcpus[i].pending = NULL;
+        }
+        VCPU *vs = &S.vcpus[S.begin_vcpu];
+        marker_row(vs, 0, S.begin_value, S.begin_thread, S.begin_cr3, vs->icount);
+        S.tracing = true;
+    } else if (was == MODE_FULL && next_mode == MODE_LIGHT) {
+        close_window();
+    }
+    write_plugin_json(false);
+}
+
+static void request_reset(Mode next)
+{
+    g_mutex_lock(&S.lock);
+    bool go = !S.reset_pending;
+    if (go) {
+        S.reset_pending = true;
+        next_mode = next;
+    }
+    g_mutex_unlock(&S.lock);
+    if (go) {
+        qemu_plugin_reset(S.id, on_reset);
+    }
+}
+
+static void write_plugin_json(bool final)
+{
+    GString *s = g_string_new("{\n");
+    g_string_append_printf(s, "  \"schema_version\": %s,\n  \"final\": %s,\n", SCHEMA_VERSION,
+                           final ? "true" : "false");
+    g_string_append_printf(s, "  \"options\": {\"out\": \"%s\", \"sysmap\": \"%s\", "
+                           "\"roi\": \"%s\", \"data\": %s, \"rows\": %zu, \"zstd\": %d, "
+                           "\"ram\": %" PRIu64 "},\n",
+                           S.out, S.sysmap ? S.sysmap : "", S.roi_all ? "all" : "marker",
+                           S.data ? "true" : "false", S.rows, S.zstd, S.ram);
+    g_string_append_printf(s, "  \"symbols\": {\"idt_table\": %" PRIu64 ", \"current_task\": %"
+                           PRIu64 ", \"__switch_to\": %" PRIu64 "},\n",
+                           S.sym_idt, S.sym_current, S.sym_switch_to);
+    g_string_append_printf(s, "  \"ram_base_calibrated\": %s,\n  \"ram_base_mismatches\": %"
+                           PRIu64 ",\n", S.ram_base_set ? "true" : "false", S.ram_base_mismatch);
+    g_string_append_printf(s, "  \"vcpus\": %u,\n  \"windows\": %" PRIu64 ",\n  \"blocks\": %"
+                           PRIu64 ",\n  \"idt_reads\": %" PRIu64 ",\n  \"idt_shared_handlers\": %"
+                           PRIu64 ",\n  \"iret_to_self\": %" PRIu64 ",\n  \"parts\": %" PRIu64
+                           ",\n", S.nvcpus, S.n_windows, S.n_blocks, S.n_idt_reads,
+                           S.n_shared_handlers, S.n_iret_self, S.n_parts);
+    g_string_append(s, "  \"icount\": [");
+    for (unsigned i = 0; i < S.nvcpus; i++) {
+        g_string_append_printf(s, "%s%" PRIu64, i ? ", " : "", S.vcpus[i].icount);
+    }
+    g_string_append(s, "]\n}\n");
+    char *path = g_strdup_printf("%s/plugin.json", S.out);
+    g_file_set_contents(path, s->str, s->len, NULL);
+    g_free(path);
+    g_string_free(s, TRUE);
+}
+
+static void at_exit(qemu_plugin_id_t id, void *p)
+{
+    S.tracing = false;
+    close_window();
+    Job *stop = g_new0(Job, 1);
+    g_async_queue_push(S.queue, stop);
+    g_thread_join(S.writer);
+    write_plugin_json(true);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Options and install                                                                       */
+
+static bool parse_size(const char *v, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 0);
+    if (errno || end == v) {
+        return false;
+    }
+    switch (*end) {
+    case 'k': case 'K': x <<= 10; end++; break;
+    case 'm': case 'M': x <<= 20; end++; break;
+    case 'g': case 'G': x <<= 30; end++; break;
+    }
+    *out = x;
+    return *end == '\0';
+}
+
+static bool load_sysmap(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "pysched-trace: sysmap=%s: %s\n", path, strerror(errno));
+        return false;
+    }
+    char line[512], type[8], name[400];
+    unsigned long long addr;
+    uint64_t pcpu_hot = 0;
+    while (fgets(line, sizeof(line), f)) {
+        if (sscanf(line, "%llx %7s %399s", &addr, type, name) != 3) {
+            continue;
+        }
+        if (!strcmp(name, "idt_table")) {
+            S.sym_idt = addr;
+        } else if (!strcmp(name, "current_task")) {
+            S.sym_current = addr;
+            S.have_current = true;
+        } else if (!strcmp(name, "pcpu_hot")) {
+            pcpu_hot = addr;
+        } else if (!strcmp(name, "__switch_to")) {
+            S.sym_switch_to = addr;
+        }
+    }
+    fclose(f);
+    if (!S.have_current && pcpu_hot) { /* kernels >= 6.2: current_task is pcpu_hot's first field */
+        S.sym_current = pcpu_hot;
+        S.have_current = true;
+    }
+    const char *missing = !S.sym_idt ? "idt_table" : !S.have_current ? "current_task"
+                          : !S.sym_switch_to ? "__switch_to" : NULL;
+    if (missing) {
+        fprintf(stderr, "pysched-trace: sysmap=%s: symbol %s not found\n", path, missing);
+        return false;
+    }
+    return true;
+}
+
+static bool parse_options(int argc, char **argv)
+{
+    S.rows = 4194304;
+    S.zstd = 3;
+    for (int i = 0; i < argc; i++) {
+        char *eq = strchr(argv[i], '=');
+        if (!eq) {
+            fprintf(stderr, "pysched-trace: option '%s' is not key=value\n", argv[i]);
+            return false;
+        }
+        g_autofree char *key = g_strndup(argv[i], eq - argv[i]);
+        const char *val = eq + 1;
+        uint64_t x;
+        if (!strcmp(key, "out")) {
+            S.out = g_strdup(val);
+        } else if (!strcmp(key, "sysmap")) {
+            S.sysmap = g_strdup(val);
+        } else if (!strcmp(key, "roi")) {
+            if (strcmp(val, "marker") && strcmp(val, "all")) {
+                fprintf(stderr, "pysched-trace: roi=%s: expected 'marker' or 'all'\n", val);
+                return false;
+            }
+            S.roi_all = !strcmp(val, "all");
+        } else if (!strcmp(key, "data")) {
+            if (!qemu_plugin_bool_parse(key, val, &S.data)) {
+                fprintf(stderr, "pysched-trace: data=%s: expected on or off\n", val);
+                return false;
+            }
+        } else if (!strcmp(key, "rows")) {
+            if (!parse_size(val, &x) || x < 1024 || x > (1u << 30)) {
+                fprintf(stderr, "pysched-trace: rows=%s: expected a count from 1024 to 2^30\n",
+                        val);
+                return false;
+            }
+            S.rows = x;
+        } else if (!strcmp(key, "zstd")) {
+            if (!parse_size(val, &x) || x < 1 || x > 22) {
+                fprintf(stderr, "pysched-trace: zstd=%s: expected a level from 1 to 22\n", val);
+                return false;
+            }
+            S.zstd = (int)x;
+        } else if (!strcmp(key, "ram")) {
+            if (!parse_size(val, &S.ram)) {
+                fprintf(stderr, "pysched-trace: ram=%s: expected a size such as 512M\n", val);
+                return false;
+            }
+        } else {
+            fprintf(stderr, "pysched-trace: unknown option '%s' (known: out, sysmap, roi, data, "
+                    "rows, zstd, ram)\n", key);
+            return false;
+        }
+    }
+    if (!S.out) {
+        fprintf(stderr, "pysched-trace: option out=DIR is required\n");
+        return false;
+    }
+    return true;
+}
+
+/* Create the output directory and its table folders; refuse one that already holds a trace. */
+static bool prepare_out(void)
+{
+    if (g_mkdir_with_parents(S.out, 0755) != 0) {
+        fprintf(stderr, "pysched-trace: out=%s: cannot create directory: %s\n", S.out,
+                strerror(errno));
+        return false;
+    }
+    for (int t = 0; t < T_N; t++) {
+        g_autofree char *d = g_strdup_printf("%s/%s", S.out, TABLES[t].name);
+        GDir *dir = g_dir_open(d, 0, NULL);
+        if (dir) {
+            bool nonempty = g_dir_read_name(dir) != NULL;
+            g_dir_close(dir);
+            if (nonempty) {
+                fprintf(stderr, "pysched-trace: out=%s: already holds a trace (%s/ is not "
+                        "empty)\n", S.out, TABLES[t].name);
+                return false;
+            }
+        }
+        if (g_mkdir_with_parents(d, 0755) != 0 || access(d, W_OK) != 0) {
+            fprintf(stderr, "pysched-trace: out=%s: cannot write %s: %s\n", S.out, d,
+                    strerror(errno));
+            return false;
+        }
+    }
+    return true;
+}
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
+                                           int argc, char **argv)
+{
+    if (!info->system_emulation || strcmp(info->target_name, "x86_64") != 0) {
+        fprintf(stderr, "pysched-trace: needs qemu-system-x86_64 (got %s%s)\n",
+                info->target_name, info->system_emulation ? "" : " user mode");
+        return -1;
+    }
+    if (!parse_options(argc, argv) || (S.sysmap && !load_sysmap(S.sysmap)) || !prepare_out()) {
+        return -1;
+    }
+    S.id = id;
+    clock_gettime(CLOCK_MONOTONIC, &S.t0);
+    g_mutex_init(&S.lock);
+    g_mutex_init(&S.flow_lock);
+    g_cond_init(&S.flow_cond);
+    S.entry_kind = g_hash_table_new(g_direct_hash, g_direct_equal);
+    S.nvcpus = info->system.max_vcpus;
+    S.vcpus = g_new0(VCPU, S.nvcpus);
+    for (unsigned i = 0; i < S.nvcpus; i++) {
+        VCPU *vs = &S.vcpus[i];
+        buf_alloc(&vs->buf[T_EXEC], T_EXEC, S.rows);
+        for (int t = T_SYSCALLS; t <= T_MARKERS; t++) {
+            buf_alloc(&vs->buf[t], t, EVENT_ROWS);
+        }
+        if (S.data) {
+            buf_alloc(&vs->buf[T_MEM], T_MEM, S.rows);
+        }
+    }
+    buf_alloc(&S.statics[0], T_BLOCKS, EVENT_ROWS);
+    buf_alloc(&S.statics[1], T_INSNS, 4 * EVENT_ROWS);
+    S.queue = g_async_queue_new();
+    S.writer = g_thread_new("pysched-writer", writer_main, NULL);
+    S.mode = S.roi_all ? MODE_FULL : MODE_LIGHT;
+    S.tracing = S.roi_all;
+    S.n_windows = S.roi_all ? 1 : 0;
+    register_callbacks();
+    write_plugin_json(false);
+    return 0;
+}
