@@ -9,6 +9,7 @@
 
 #include <arrow/api.h>
 #include <arrow/io/file.h>
+#include <arrow/io/memory.h>
 #include <parquet/arrow/writer.h>
 #include <parquet/properties.h>
 
@@ -70,17 +71,30 @@ extern "C" int pq_write_part(const char *path, const pq_column *cols, size_t nco
         auto schema = arrow::schema(fields, arrow::key_value_metadata(keys, values));
         auto table = arrow::Table::Make(schema, arrays, static_cast<int64_t>(nrows));
 
-        std::string tmp = std::string(path) + ".tmp";
+        // A hidden name while incomplete: dataset readers skip names that start with '.'.
+        std::string p(path);
+        auto slash = p.rfind('/');
+        std::string tmp = slash == std::string::npos
+                              ? "." + p + ".tmp"
+                              : p.substr(0, slash + 1) + "." + p.substr(slash + 1) + ".tmp";
         auto out = arrow::io::FileOutputStream::Open(tmp);
         if (!out.ok()) {
             return fail(err, errlen, "cannot open " + tmp + ": " + out.status().ToString());
         }
-        auto props = parquet::WriterProperties::Builder()
-                         .compression(parquet::Compression::ZSTD)
-                         ->compression_level(zstd_level)
-                         ->max_row_group_length(static_cast<int64_t>(nrows ? nrows : 1))
-                         ->data_pagesize(1 << 20)
-                         ->build();
+        parquet::WriterProperties::Builder builder;
+        builder.compression(parquet::Compression::ZSTD)
+            ->compression_level(zstd_level)
+            ->max_row_group_length(static_cast<int64_t>(nrows ? nrows : 1))
+            ->data_pagesize(1 << 20);
+        for (size_t i = 0; i < ncols; i++) {
+            if (cols[i].encoding != PQ_DICT) {
+                builder.disable_dictionary(cols[i].name);
+            }
+            if (cols[i].encoding == PQ_DELTA) {
+                builder.encoding(cols[i].name, parquet::Encoding::DELTA_BINARY_PACKED);
+            }
+        }
+        auto props = builder.build();
         auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
         auto st = parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), *out,
                                              static_cast<int64_t>(nrows ? nrows : 1), props,

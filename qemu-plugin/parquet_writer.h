@@ -17,9 +17,14 @@ typedef enum {
     PQ_U8, PQ_U16, PQ_U32, PQ_U64, PQ_I16, PQ_I64,
 } pq_type;
 
+/* Encoding hints: dictionary encoding (the default) suits low-cardinality columns such as block
+ * ids; counters and addresses are cheaper to write without a dictionary, delta-encoded. */
+enum { PQ_DICT = 0, PQ_DELTA = 1, PQ_PLAIN = 2 };
+
 typedef struct {
     const char *name;
     pq_type type;
+    int encoding;
 } pq_column;
 
 /* Bytes of one value of TYPE. */

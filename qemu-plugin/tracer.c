@@ -48,27 +48,31 @@ enum { F_SYSCALL = 1, F_INT80 = 2, F_SYSRET = 4, F_IRET = 8, F_MARKER = 16 };
 /* ---------------------------------------------------------------------------------------- */
 /* Table schemas (column order = README order)                                               */
 
-#define EV_COLS {"vcpu", PQ_U16}, {"icount", PQ_U64}, {"exec_row", PQ_U64}, {"time_ns", PQ_U64}
+#define EV_COLS {"vcpu", PQ_U16, PQ_DICT}, {"icount", PQ_U64, PQ_DELTA}, \
+    {"exec_row", PQ_U64, PQ_DELTA}, {"time_ns", PQ_U64, PQ_DELTA}
 static const pq_column COLS_BLOCKS[] = {
-    {"block", PQ_U32}, {"vaddr", PQ_U64}, {"ninsn", PQ_U32}, {"nbytes", PQ_U32}};
-static const pq_column COLS_INSNS[] = {{"block", PQ_U32}, {"idx", PQ_U16}, {"vaddr", PQ_U64},
-                                       {"paddr", PQ_U64}, {"size", PQ_U8}, {"flags", PQ_U8}};
-static const pq_column COLS_EXEC[] = {{"block", PQ_U32}};
+    {"block", PQ_U32, PQ_DELTA}, {"vaddr", PQ_U64, PQ_PLAIN}, {"ninsn", PQ_U32, PQ_DICT},
+    {"nbytes", PQ_U32, PQ_DICT}};
+static const pq_column COLS_INSNS[] = {
+    {"block", PQ_U32, PQ_DELTA}, {"idx", PQ_U16, PQ_DICT}, {"vaddr", PQ_U64, PQ_DELTA},
+    {"paddr", PQ_U64, PQ_DELTA}, {"size", PQ_U8, PQ_DICT}, {"flags", PQ_U8, PQ_DICT}};
+static const pq_column COLS_EXEC[] = {{"block", PQ_U32, PQ_DICT}};
 static const pq_column COLS_SYSCALLS[] = {
-    EV_COLS,        {"kind", PQ_U8},    {"thread", PQ_U64}, {"cr3", PQ_U64},
-    {"abi", PQ_U8}, {"nr", PQ_I64},     {"arg0", PQ_U64},   {"arg1", PQ_U64},
-    {"arg2", PQ_U64}, {"arg3", PQ_U64}, {"arg4", PQ_U64},   {"arg5", PQ_U64},
-    {"ret", PQ_I64}, {"pc", PQ_U64},    {"matched", PQ_U8}};
+    EV_COLS,        {"kind", PQ_U8, PQ_DICT},    {"thread", PQ_U64, PQ_DICT}, {"cr3", PQ_U64, PQ_DICT},
+    {"abi", PQ_U8, PQ_DICT}, {"nr", PQ_I64, PQ_DICT},     {"arg0", PQ_U64, PQ_DICT},   {"arg1", PQ_U64, PQ_DICT},
+    {"arg2", PQ_U64, PQ_DICT}, {"arg3", PQ_U64, PQ_DICT}, {"arg4", PQ_U64, PQ_DICT},   {"arg5", PQ_U64, PQ_DICT},
+    {"ret", PQ_I64, PQ_DICT}, {"pc", PQ_U64, PQ_DICT},    {"matched", PQ_U8, PQ_DICT}};
 static const pq_column COLS_INTERRUPTS[] = {
-    EV_COLS,           {"kind", PQ_U8},       {"thread", PQ_U64}, {"cr3", PQ_U64},
-    {"vector", PQ_I16}, {"error_code", PQ_U64}, {"user", PQ_U8},    {"pc", PQ_U64},
-    {"handler", PQ_U64}, {"block_retired", PQ_U32}};
+    EV_COLS,           {"kind", PQ_U8, PQ_DICT},       {"thread", PQ_U64, PQ_DICT}, {"cr3", PQ_U64, PQ_DICT},
+    {"vector", PQ_I16, PQ_DICT}, {"error_code", PQ_U64, PQ_DICT}, {"user", PQ_U8, PQ_DICT},    {"pc", PQ_U64, PQ_DICT},
+    {"handler", PQ_U64, PQ_DICT}, {"block_retired", PQ_U32, PQ_DICT}};
 static const pq_column COLS_SWITCHES[] = {
-    EV_COLS, {"prev", PQ_U64}, {"next", PQ_U64}, {"cr3", PQ_U64}};
+    EV_COLS, {"prev", PQ_U64, PQ_DICT}, {"next", PQ_U64, PQ_DICT}, {"cr3", PQ_U64, PQ_DICT}};
 static const pq_column COLS_MARKERS[] = {
-    EV_COLS, {"kind", PQ_U8}, {"thread", PQ_U64}, {"cr3", PQ_U64}, {"value", PQ_U64}};
-static const pq_column COLS_MEM[] = {{"icount", PQ_U64}, {"vaddr", PQ_U64}, {"paddr", PQ_U64},
-                                     {"size", PQ_U8},    {"store", PQ_U8}};
+    EV_COLS, {"kind", PQ_U8, PQ_DICT}, {"thread", PQ_U64, PQ_DICT}, {"cr3", PQ_U64, PQ_DICT}, {"value", PQ_U64, PQ_DICT}};
+static const pq_column COLS_MEM[] = {{"icount", PQ_U64, PQ_DELTA}, {"vaddr", PQ_U64, PQ_PLAIN},
+                                     {"paddr", PQ_U64, PQ_PLAIN}, {"size", PQ_U8, PQ_DICT},
+                                     {"store", PQ_U8, PQ_DICT}};
 
 #define NCOLS(a) (sizeof(a) / sizeof((a)[0]))
 #define MAXCOLS 20
@@ -246,6 +250,16 @@ static void buf_flush(Buf *b, int vcpu)
     writer_enqueue(job);
 }
 
+/* Wait until the writer thread has written every queued part. */
+static void writer_drain(void)
+{
+    g_mutex_lock(&S.flow_lock);
+    while (S.inflight > 0) {
+        g_cond_wait(&S.flow_cond, &S.flow_lock);
+    }
+    g_mutex_unlock(&S.flow_lock);
+}
+
 static gpointer writer_main(gpointer unused)
 {
     char err[512];
@@ -276,6 +290,31 @@ static gpointer writer_main(gpointer unused)
         g_free(job->path);
         g_free(job);
     }
+}
+
+/*
+ * Write (and delete) a one-row part of every table, so that every piece of Arrow's process-wide
+ * state the writer will touch (types, encoders, codecs) exists before our exit handler is
+ * registered; see qemu_plugin_install.
+ */
+static bool writer_warmup(void)
+{
+    char err[512];
+    uint64_t zero[MAXCOLS] = {0};
+    const void *data[MAXCOLS];
+    for (int i = 0; i < MAXCOLS; i++) {
+        data[i] = &zero[i];
+    }
+    g_autofree char *path = g_strdup_printf("%s/.warmup.parquet", S.out);
+    for (int t = 0; t < T_N; t++) {
+        if (pq_write_part(path, TABLES[t].cols, TABLES[t].ncols, data, 1, NULL, S.zstd, err,
+                          sizeof(err)) != 0) {
+            fprintf(stderr, "pysched-trace: out=%s: %s\n", S.out, err);
+            return false;
+        }
+        unlink(path);
+    }
+    return true;
 }
 
 static void flush_statics(void)
@@ -891,7 +930,10 @@ static void on_reset(qemu_plugin_id_t id)
         marker_row(vs, 0, S.begin_value, S.begin_thread, S.begin_cr3, vs->icount);
         S.tracing = true;
     } else if (was == MODE_FULL && next_mode == MODE_LIGHT) {
+        /* ROI end: write everything now, so that nothing is left for the exit path and the
+         * trace is complete even if the guest is then killed. */
         close_window();
+        writer_drain();
     }
     write_plugin_json(false);
 }
@@ -941,14 +983,25 @@ static void write_plugin_json(bool final)
     g_string_free(s, TRUE);
 }
 
-static void at_exit(qemu_plugin_id_t id, void *p)
+/* Count what is pending, drain the writer and write the final plugin.json; runs once. */
+static void finish(void)
 {
+    static bool done;
+    if (done) {
+        return;
+    }
+    done = true;
     S.tracing = false;
     close_window();
     Job *stop = g_new0(Job, 1);
     g_async_queue_push(S.queue, stop);
     g_thread_join(S.writer);
     write_plugin_json(true);
+}
+
+static void at_exit(qemu_plugin_id_t id, void *p)
+{
+    finish();
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1013,7 +1066,7 @@ static bool load_sysmap(const char *path)
 static bool parse_options(int argc, char **argv)
 {
     S.rows = 4194304;
-    S.zstd = 3;
+    S.zstd = 1;
     for (int i = 0; i < argc; i++) {
         char *eq = strchr(argv[i], '=');
         if (!eq) {
@@ -1129,6 +1182,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     }
     buf_alloc(&S.statics[0], T_BLOCKS, EVENT_ROWS);
     buf_alloc(&S.statics[1], T_INSNS, 4 * EVENT_ROWS);
+    /* QEMU runs plugin exit callbacks from an atexit() handler registered before the plugin
+     * was loaded, i.e. after Arrow's own static destructors: set up Arrow now and register our
+     * own handler after it, so the last parts are written while Arrow still works. */
+    if (!writer_warmup()) {
+        return -1;
+    }
+    atexit(finish);
     S.queue = g_async_queue_new();
     S.writer = g_thread_new("pysched-writer", writer_main, NULL);
     S.mode = S.roi_all ? MODE_FULL : MODE_LIGHT;
