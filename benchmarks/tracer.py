@@ -1,0 +1,157 @@
+"""Benchmark the tracer against plain TCG and QEMU's own contrib plugins, in one run.
+
+The same guest workload (boot, the command inside the ROI, power-off) runs under:
+
+a. plain TCG (no plugin),
+b. pysched's plugin, default mode,
+c. pysched's plugin with data accesses (``data=on``),
+d. QEMU's contrib ``execlog`` (one text line per instruction, sent to a pipe and counted),
+e. QEMU's contrib ``hotblocks`` and ``bbv`` (counters only),
+
+with d and e built now from the same Debian QEMU source tarball that set-up extracted. Each
+slowdown is the run's wall time over (a)'s, from this run. The traced window must hold at least
+1 G instructions (checked from ``plugin.json``).
+
+Usage: ``python benchmarks/tracer.py --out benchmarks/results/tracer.json``
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from pysched.capture.guest import locate_guest, write_run_initrd
+from pysched.capture.qemu import default_plugin_path, plugin_options, qemu_argv, qemu_version
+
+REPO = Path(__file__).resolve().parents[1]
+CONTRIB = REPO / "build" / "qemu-src" / "contrib" / "plugins"
+QEMU_INCLUDE = REPO / "build" / "qemu-src" / "include" / "qemu"
+
+# An OS-heavy mix: a syscall loop, two copies of one compute binary on both vCPUs, and a walk
+# of the file system tree.
+WORKLOAD = "sysloop 300000; spin 450 & spin 450 & find / -xdev > /dev/null; wait"
+VCPUS = 2
+RAM_MIB = 512
+
+
+def build_peer(name: str, dest: Path) -> Path:
+    """Compile QEMU's contrib plugin NAME.c into DEST/libNAME.so."""
+    src = CONTRIB / f"{name}.c"
+    if not src.is_file():
+        sys.exit(f"benchmark: {src} missing; run `make setup`")
+    so = dest / f"lib{name}.so"
+    glib = subprocess.run(["pkg-config", "--cflags", "--libs", "glib-2.0"], check=True,
+                          capture_output=True, text=True).stdout.split()
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(so), str(src),
+                    f"-I{QEMU_INCLUDE}", *glib], check=True)
+    return so
+
+
+def run(argv: list[str], log: Path | None = None) -> tuple[float, int]:
+    """Run QEMU; return (wall seconds, bytes QEMU logged to LOG when it is a FIFO)."""
+    counted = [0]
+
+    def drain(path: Path) -> None:
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                counted[0] += len(chunk)
+
+    reader = None
+    if log is not None:
+        os.mkfifo(log)
+        reader = threading.Thread(target=drain, args=(log,))
+        reader.start()
+    t0 = time.monotonic()
+    with open(os.devnull, "wb") as null:
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=null,
+                              stderr=subprocess.PIPE, text=True)
+    wall = time.monotonic() - t0
+    if reader is not None:
+        reader.join()
+    if proc.returncode != 0:
+        sys.exit(f"benchmark: QEMU failed ({proc.returncode}): {' '.join(argv)}\n{proc.stderr}")
+    return wall, counted[0]
+
+
+def trace_bytes(out: Path) -> int:
+    return sum(p.stat().st_size for p in out.rglob("*.parquet"))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=REPO / "benchmarks/results/tracer.json")
+    ap.add_argument("--workload", default=WORKLOAD)
+    args = ap.parse_args()
+
+    guest = locate_guest()
+    plugin = default_plugin_path()
+    if not plugin.is_file():
+        sys.exit("benchmark: plugin not built; run `make plugin`")
+    with tempfile.TemporaryDirectory(prefix="pysched-bench-") as tmp:
+        tmp = Path(tmp)
+        initrd = write_run_initrd(guest.initramfs, args.workload, tmp / "run.img")
+        base = qemu_argv(guest.vmlinuz, initrd, RAM_MIB, VCPUS)
+        peers = {name: build_peer(name, tmp) for name in ("execlog", "hotblocks", "bbv")}
+
+        def ours(name: str, data: bool) -> list[str]:
+            opts = plugin_options(tmp / name, guest.system_map, RAM_MIB, data_accesses=data)
+            return base + ["-plugin", f"{plugin},{opts}"]
+
+        results: dict[str, dict] = {}
+        wall, _ = run(base)
+        results["plain"] = {"wall_s": wall}
+        for name, data in (("default", False), ("data", True)):
+            wall, _ = run(ours(name, data))
+            info = json.loads((tmp / name / "plugin.json").read_text())
+            results[name] = {"wall_s": wall, "insns": int(sum(info["icount"])),
+                             "parquet_bytes": trace_bytes(tmp / name)}
+            shutil.rmtree(tmp / name)
+        wall, logged = run(base + ["-plugin", str(peers["execlog"]), "-d", "plugin",
+                                   "-D", str(tmp / "execlog.fifo")], log=tmp / "execlog.fifo")
+        results["execlog"] = {"wall_s": wall, "log_bytes": logged}
+        for name, opts in (("hotblocks", ""), ("bbv", ",outfile=" + str(tmp / "bbv"))):
+            wall, _ = run(base + ["-plugin", f"{peers[name]}{opts}", "-d", "plugin",
+                                  "-D", str(tmp / f"{name}.log")])
+            results[name] = {"wall_s": wall}
+
+    plain = results["plain"]["wall_s"]
+    insns = results["default"]["insns"]
+    summary = {
+        "workload": args.workload,
+        "vcpus": VCPUS,
+        "ram_mib": RAM_MIB,
+        "qemu": qemu_version(),
+        "kernel": guest.kernel_version,
+        "host": {"cpus": os.cpu_count(), "machine": platform.machine()},
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "insns_traced": insns,
+        "slowdown_default": results["default"]["wall_s"] / plain,
+        "slowdown_data": results["data"]["wall_s"] / plain,
+        "bytes_per_insn": results["default"]["parquet_bytes"] / insns,
+        "bytes_per_insn_data": results["data"]["parquet_bytes"] / results["data"]["insns"],
+        "slowdown_execlog": results["execlog"]["wall_s"] / plain,
+        "execlog_bytes_per_insn": results["execlog"]["log_bytes"] / insns,
+        "slowdown_hotblocks": results["hotblocks"]["wall_s"] / plain,
+        "slowdown_bbv": results["bbv"]["wall_s"] / plain,
+        "runs": results,
+        "note": "wall time of the whole run (boot, workload, power-off); execlog and the "
+                "counting peers trace the whole run, pysched only the ROI",
+    }
+    if insns < 1_000_000_000:
+        print(f"warning: only {insns} instructions traced (< 1 G)", file=sys.stderr)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(summary, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in summary.items() if k != "runs"}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

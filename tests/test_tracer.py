@@ -1,0 +1,204 @@
+"""End-to-end tests of the tracer: a real guest under QEMU with the plugin, checked against
+the guest kernel's own accounting."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from pysched.capture.guest import locate_guest, write_run_initrd
+from pysched.capture.qemu import default_plugin_path, plugin_options, qemu_argv
+from pysched.trace import block_sizes, expand, open_trace
+
+KTEXT = 0xFFFFFFFF80000000
+LOCAL_TIMER_VECTOR = 0xEC  # LOC in /proc/interrupts
+SYSLOOP_N = 300
+
+pytestmark = pytest.mark.skipif(
+    not default_plugin_path().is_file(), reason="plugin not built (make plugin)"
+)
+
+
+def pysched(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pysched.cli", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("trace") / "t"
+    cmd = f"sysloop {SYSLOOP_N}; spin 20 & spin 20 & wait"
+    r = pysched("trace", "--cmd", cmd, "--out", str(out), "--vcpus", "2")
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_trace_command_outputs(traced: Path) -> None:
+    manifest = json.loads((traced / "manifest.json").read_text())
+    for key in ("command", "kernel_version", "qemu_version", "plugin_options", "date"):
+        assert manifest.get(key), key
+    assert "SPIN done" in (traced / "console.log").read_text()
+    info = json.loads((traced / "plugin.json").read_text())
+    assert info["final"] and info["ram_base_mismatches"] == 0
+
+
+def test_check_passes(traced: Path) -> None:
+    r = pysched("check", str(traced))
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_counters_are_sums_of_retired_blocks(traced: Path) -> None:
+    trace = open_trace(traced)
+    info = json.loads((traced / "plugin.json").read_text())
+    for v in trace.vcpus:
+        assert int(block_sizes(trace, v).sum()) == info["icount"][v]
+
+
+def sysloop_thread(trace) -> tuple[int, dict[str, int]]:
+    console = (trace.path / "console.log").read_text()
+    m = re.search(r"SYSLOOP (.*)", console)
+    assert m, "sysloop output missing from the console"
+    counts = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(1))}
+    markers = trace.df("markers")
+    rows = markers[(markers.kind == 2) & (markers.value == 7)]
+    assert len(rows) == 1
+    return int(rows.thread.iloc[0]), counts
+
+
+def test_syscalls_match_kernel_accounting(traced: Path) -> None:
+    trace = open_trace(traced)
+    thread, kernel = sysloop_thread(trace)
+    sc = trace.df("syscalls").sort_values("time_ns")
+    mine = sc[(sc.thread == thread) & (sc.kind == 0)]
+    # /proc/self/io is read twice (openat + read each); between those two reads the program
+    # made exactly the loop's reads and writes, and the kernel counted the first read too.
+    reads = mine[mine.nr == 0].reset_index(drop=True)
+    proc_reads = reads.index[reads.arg2 == 4095].tolist()  # the /proc reads use a 4095-byte buffer
+    assert len(proc_reads) == 2, reads
+    first, last = proc_reads
+    between = mine[(mine.time_ns >= reads.time_ns[first]) & (mine.time_ns < reads.time_ns[last])]
+    assert (between.nr == 0).sum() == kernel["syscr"] - kernel["syscr0"] == SYSLOOP_N + 1
+    assert (between.nr == 1).sum() == kernel["syscw"] - kernel["syscw0"] == SYSLOOP_N
+    # every return of this thread has its entry
+    rets = sc[(sc.thread == thread) & (sc.kind == 1)]
+    assert rets.matched.all()
+    assert len(rets) in (len(mine), len(mine) - 1)  # exit_group does not return
+
+
+def proc_interrupt_counts(console: str, which: str) -> list[int]:
+    section = console.split(f"=== /proc/interrupts {which} ===", 1)[1]
+    for line in section.splitlines():
+        if line.strip().startswith("LOC:"):
+            return [int(x) for x in line.split()[1:3]]
+    raise AssertionError("LOC line missing")
+
+
+def test_timer_interrupts_match_proc_interrupts(traced: Path) -> None:
+    trace = open_trace(traced)
+    console = (traced / "console.log").read_text()
+    before, after = (proc_interrupt_counts(console, w) for w in ("before", "after"))
+    it = trace.df("interrupts")
+    marks = trace.df("markers").set_index("value").time_ns
+    # /proc/interrupts was read between marks 101 and 102 (before) and 103 and 104 (after):
+    # the traced count over the inner window is a lower bound, the outer window an upper one.
+    loc = it[(it.kind == 0) & (it.vector == LOCAL_TIMER_VECTOR)]
+    assert len(loc) > 0
+    for cpu in trace.vcpus:
+        t = loc[loc.vcpu == cpu].time_ns
+        inner = ((t > marks[102]) & (t < marks[103])).sum()
+        outer = ((t > marks[101]) & (t < marks[104])).sum()
+        assert inner <= after[cpu] - before[cpu] <= outer, (cpu, inner, outer, before, after)
+
+
+def test_kernel_text_frames_follow_the_fixed_mapping(traced: Path) -> None:
+    trace = open_trace(traced)
+    insns = trace.df("insns")
+    k = insns[(insns.vaddr >= KTEXT) & (insns.vaddr < 0xFFFFFFFFC0000000)]
+    assert len(k) > 1000
+    assert ((k.paddr.to_numpy() >> 12) == ((k.vaddr.to_numpy() - KTEXT) >> 12)).all()
+
+
+def test_processes_of_one_binary_share_frames(traced: Path) -> None:
+    trace = open_trace(traced)
+    sw = trace.df("switches")
+    # (pc, cr3, frame) of every user-mode instruction, cr3 from the last context switch before
+    # it. Static binaries all load at the same addresses, so one pc can belong to several
+    # programs: the two spin processes are the address spaces that ran its hot loop millions of
+    # times.
+    pcs, cr3s, frames = [], [], []
+    for v in trace.vcpus:
+        s = expand(trace, v)
+        user = s.pc < 0x800000000000
+        swv = sw[sw.vcpu == v]
+        at = np.searchsorted(swv.exec_row.to_numpy(), s.block_row[user], "right") - 1
+        known = at >= 0
+        pcs.append(s.pc[user][known])
+        cr3s.append(swv.cr3.to_numpy()[at[known]])
+        frames.append(s.paddr[user][known] >> 12)
+    pc, cr3, frame = (np.concatenate(a) for a in (pcs, cr3s, frames))
+    values, counts = np.unique(pc, return_counts=True)
+    hot = pc == values[counts.argmax()]
+    spaces, per_space = np.unique(cr3[hot], return_counts=True)
+    spin_spaces = spaces[per_space > 1_000_000]
+    assert len(spin_spaces) == 2, dict(zip(spaces, per_space))
+    shared = {int(f) for c in spin_spaces for f in np.unique(frame[hot & (cr3 == c)])}
+    assert len(shared) == 1, shared
+
+
+def test_bad_option_fails_cleanly(tmp_path: Path) -> None:
+    guest = locate_guest()
+    argv = qemu_argv(guest.vmlinuz, guest.initramfs, 256, 1, default_plugin_path(),
+                     f"out={tmp_path / 'o'},bogus=1")
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode != 0
+    assert "bogus" in r.stderr
+
+
+def test_unwritable_output_fails_cleanly(tmp_path: Path) -> None:
+    guest = locate_guest()
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    argv = qemu_argv(guest.vmlinuz, guest.initramfs, 256, 1, default_plugin_path(),
+                     f"out={blocker / 'sub'}")
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode != 0
+    assert "out=" in r.stderr and "cannot create" in r.stderr
+
+
+def test_sigkill_keeps_completed_parts(tmp_path: Path) -> None:
+    guest = locate_guest()
+    initrd = write_run_initrd(guest.initramfs, "spin 3000", tmp_path / "run.img")
+    out = tmp_path / "killed"
+    opts = plugin_options(out, guest.system_map, 256) + ",rows=65536"
+    argv = qemu_argv(guest.vmlinuz, initrd, 256, 2, default_plugin_path(), opts)
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while len(list((out / "exec").glob("*.parquet"))) < 6:
+            assert time.monotonic() < deadline and proc.poll() is None, "no parts written"
+            time.sleep(0.2)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    parts = sorted(out.rglob("*.parquet"))
+    rows = 0
+    for p in parts:  # every visible part is a whole Parquet file
+        meta = pq.read_metadata(p)
+        assert meta.metadata[b"pysched.schema_version"] == b"1"
+        rows += pq.read_table(p).num_rows if p.parent.name == "exec" else 0
+    assert rows >= 6 * 65536
+    trace = open_trace(out)
+    for v in trace.vcpus:
+        assert block_sizes(trace, v).sum() > 0
