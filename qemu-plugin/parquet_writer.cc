@@ -92,6 +92,8 @@ extern "C" int pq_write_part(const char *path, const pq_column *cols, size_t nco
             }
             if (cols[i].encoding == PQ_DELTA) {
                 builder.encoding(cols[i].name, parquet::Encoding::DELTA_BINARY_PACKED);
+            } else if (cols[i].encoding == PQ_SPLIT) {
+                builder.encoding(cols[i].name, parquet::Encoding::BYTE_STREAM_SPLIT);
             }
         }
         auto props = builder.build();

@@ -19,7 +19,7 @@ typedef enum {
 
 /* Encoding hints: dictionary encoding (the default) suits low-cardinality columns such as block
  * ids; counters and addresses are cheaper to write without a dictionary, delta-encoded. */
-enum { PQ_DICT = 0, PQ_DELTA = 1, PQ_PLAIN = 2 };
+enum { PQ_DICT = 0, PQ_DELTA = 1, PQ_PLAIN = 2, PQ_SPLIT = 3 /* byte stream split */ };
 
 typedef struct {
     const char *name;

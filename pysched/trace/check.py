@@ -1,0 +1,155 @@
+"""``pysched check DIR``: verify a trace directory's invariants.
+
+Checks (each listed in the output with its violations, at most ``--limit`` shown):
+
+``blocks``   (a) executed blocks exist in ``blocks`` and ``insns``; each block's ``insns`` rows
+             are ``idx`` 0..ninsn-1 at consecutive addresses summing to ``nbytes``.
+``icount``   (b) event rows agree with the exec stream: ``icount`` vs ``exec_row`` (see
+             :mod:`pysched.trace.check_vcpu`), monotonic counters, ``block_retired`` and
+             ``handler`` of interrupt entries, the instruction at ``icount - 1`` is the one
+             that raised the event; ``mem`` icounts lie in the stream; a final
+             ``plugin.json``'s per-vCPU ``icount`` equals the stream's total.
+``syscalls`` (c) matched returns close an open entry of their thread; field values.
+``frames``   (d) page offsets agree (``insns``), kernel text is at
+             ``vaddr - 0xffffffff80000000``, one frame per virtual page within a block.
+``markers``  (e) ROI begin/end alternate and marks are inside a region.
+
+Exit status: 0 when there is no violation, 1 otherwise (also when the directory cannot be
+opened as a trace).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TextIO
+
+import numpy as np
+import pyarrow as pa
+
+from .blockindex import block_index
+from .check_order import check_markers, check_syscalls, roi_mode
+from .check_static import FRAMES, check_blocks, check_frames
+from .check_vcpu import ICOUNT, check_events, check_exec, check_mem
+from .errors import TraceError
+from .execstream import exec_chunks
+from .reader import Trace
+from .report import Location, Report
+from .schema import TABLES
+
+
+def _summary(trace: Trace, totals: dict[int, int | None]) -> list[str]:
+    lines = [f"trace {trace.path}: vCPUs {trace.all_vcpus()}"]
+    counts = []
+    for name, spec in TABLES.items():
+        n = trace.num_rows(name)
+        if spec.per_vcpu and n:
+            per = ", ".join(f"v{v} {trace.num_rows(name, v)}" for v in trace.all_vcpus()
+                            if trace.num_rows(name, v))
+            counts.append(f"{name} {n} ({per})")
+        else:
+            counts.append(f"{name} {n}")
+    lines.append("rows: " + "; ".join(counts))
+    lines.append("instructions: " + ", ".join(
+        f"v{v} {'?' if t is None else t}" for v, t in totals.items()))
+    return lines
+
+
+def _locate_first_executions(trace: Trace, report: Report, vcpus: list[int]) -> None:
+    """Give static violations the place where their block first ran (lowest vCPU first)."""
+    wanted = report.blocks_to_locate()
+    where: dict[int, tuple[int, int, int | None]] = {}
+    for v in vcpus:
+        if not wanted - where.keys():
+            break
+        counted = True  # icounts are known while every earlier row was usable
+        for c in exec_chunks(trace, v, strict=False):
+            missing = np.array(sorted(wanted - where.keys()), dtype=np.uint32)
+            if not len(missing):
+                break
+            hits = np.flatnonzero(np.isin(c.blocks, missing))
+            if len(hits):
+                icounts = c.row_icount()
+                bad_before = np.cumsum(~c.usable) - ~c.usable
+                for i in hits:
+                    b = int(c.blocks[i])
+                    if b not in where:
+                        known = counted and bad_before[i] == 0
+                        where[b] = (v, c.start_row + int(i), int(icounts[i]) if known else None)
+            counted &= bool(c.usable.all())
+    report.set_first_executions(where)
+
+
+def _check_plugin_counters(trace: Trace, totals: dict[int, int | None], report: Report) -> None:
+    """``plugin.json``: per-vCPU instruction totals (exact once it is final) and counters."""
+    info = trace.plugin_info
+    if info is None:
+        report.note(ICOUNT, "no plugin.json")
+        return
+    if info.get("final") is False:
+        report.note(ICOUNT, "plugin.json is not final (QEMU did not exit cleanly?): "
+                            "its counters are not compared")
+    elif isinstance(info.get("icount"), list):
+        for v, want in enumerate(info["icount"]):
+            have = totals.get(v, 0)
+            if have is not None and have != want:
+                report.add(ICOUNT, Location("plugin.json", v),
+                           f"icount {want} but the exec stream retires {have} instructions")
+    if info.get("ram_base_mismatches"):
+        report.note(FRAMES, f"plugin.json counts {info['ram_base_mismatches']} kernel-text "
+                            "blocks that disagreed with the RAM base calibration")
+
+
+def check_trace(trace: Trace, limit: int = 20) -> Report:
+    """Run every check on an open trace.
+
+    Parameters
+    ----------
+    trace : Trace
+    limit : int
+        Violations kept per check (all are counted).
+
+    Returns
+    -------
+    Report
+        Use ``report.ok``, ``report.violations`` and ``report.format()``.
+    """
+    report = Report(limit)
+    idx = block_index(trace)
+    check_blocks(idx, report)
+    check_frames(idx, report)
+    vcpus = trace.all_vcpus()
+    totals: dict[int, int | None] = {}
+    syscalls: dict[int, pa.Table] = {}
+    markers: dict[int, pa.Table] = {}
+    for v in vcpus:
+        vs = check_exec(trace, idx, v, report)
+        check_events(vs, idx, report)
+        check_mem(trace, vs, report)
+        totals[v] = vs.total
+        syscalls[v], markers[v] = vs.events["syscalls"], vs.events["markers"]
+    _check_plugin_counters(trace, totals, report)
+    check_syscalls(syscalls, report)
+    check_markers(markers, roi_mode(trace.plugin_info), report)
+    _locate_first_executions(trace, report, vcpus)
+    report.summary = _summary(trace, totals)
+    return report
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``pysched check``."""
+    parser.add_argument("trace", metavar="DIR", help="trace directory written by the plugin")
+    parser.add_argument("--limit", type=int, default=20, metavar="N",
+                        help="violations shown per check (default: %(default)s)")
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Check ``args.trace`` and print the report; return the exit status (0 ok, 1 violations)."""
+    out = out or sys.stdout
+    try:
+        trace = Trace.open(args.trace)
+    except TraceError as exc:
+        print(f"error: {exc}", file=out)
+        return 1
+    report = check_trace(trace, limit=args.limit)
+    print(report.format(), file=out)
+    return 0 if report.ok else 1

@@ -1,0 +1,144 @@
+"""Checks across vCPUs, in ``time_ns`` order: system call pairing (c) and ROI markers (e).
+
+``time_ns`` is only an approximate global order, but a thread's system call entry and return
+(even on two vCPUs, after a migration) are separated by far more than the clock's error; ties
+are broken by vCPU and row.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .report import Location, Report
+from .schema import KIND_ENTRY, KIND_RETURN, MARKER_BEGIN, MARKER_END, MARKER_MARK
+
+SYSCALLS = "syscalls"
+MARKERS = "markers"
+
+
+def _merged(tables: dict[int, pa.Table], columns: list[str]) -> dict[str, np.ndarray]:
+    """Columns of all vCPUs' tables plus ``vcpu``/``row``, sorted by (time_ns, vcpu, row)."""
+    out: dict[str, list[np.ndarray]] = {c: [] for c in columns + ["_vcpu", "_row"]}
+    for v, t in sorted(tables.items()):
+        for c in columns:
+            out[c].append(t.column(c).to_numpy())
+        out["_vcpu"].append(np.full(t.num_rows, v, dtype=np.int64))
+        out["_row"].append(np.arange(t.num_rows, dtype=np.int64))
+    arrays = {c: (np.concatenate(a) if a else np.zeros(0, dtype=np.int64))
+              for c, a in out.items()}
+    order = np.lexsort((arrays["_row"], arrays["_vcpu"], arrays["time_ns"]))
+    return {c: a[order] for c, a in arrays.items()}
+
+
+def _loc(table: str, m: dict[str, np.ndarray], i: int) -> Location:
+    return Location(table, int(m["_vcpu"][i]), row=int(m["_row"][i]),
+                    icount=int(m["icount"][i]), exec_row=int(m["exec_row"][i]))
+
+
+def _check_syscall_values(m: dict[str, np.ndarray], report: Report) -> None:
+    kind, abi = m["kind"], m["abi"]
+    entry, ret = kind == KIND_ENTRY, kind == KIND_RETURN
+    checks = [
+        (~(entry | ret), lambda i: f"kind {kind[i]} is neither 0 (entry) nor 1 (return)"),
+        (entry & (abi != 64) & (abi != 32), lambda i: f"entry abi {abi[i]} is not 64 or 32"),
+        (ret & (abi != 64) & (abi != 0), lambda i: f"return abi {abi[i]} is not 64 or 0"),
+        (ret & (m["nr"] != -1), lambda i: f"return has nr {m['nr'][i]}, expected -1"),
+        (entry & (m["ret"] != 0), lambda i: f"entry has ret {m['ret'][i]}, expected 0"),
+        (ret & (m["matched"] > 1), lambda i: f"matched {m['matched'][i]} is not 0 or 1"),
+    ]
+    for mask, msg in checks:
+        report.add_mask(SYSCALLS, mask, lambda i, msg=msg: (_loc(SYSCALLS, m, i), msg(i)))
+
+
+def check_syscalls(tables: dict[int, pa.Table], report: Report) -> None:
+    """Check c: every return with ``matched == 1`` closes an open entry of its thread.
+
+    Walking all vCPUs' rows in time order, each thread (nonzero key) has a count of open
+    entries: an entry opens one, a matched return must find one open and closes it. Returns with
+    ``matched == 0`` and rows of unknown threads (key 0) are counted as info, not violations;
+    so are entries still open at the end (``exit``, or blocked when recording stopped).
+
+    Parameters
+    ----------
+    tables : dict of int to pyarrow.Table
+        Each vCPU's ``syscalls`` table.
+    report : Report
+        Receives violations under ``"syscalls"``.
+    """
+    report.start(SYSCALLS)
+    m = _merged(tables, ["time_ns", "icount", "exec_row", "kind", "thread", "abi", "nr",
+                         "ret", "matched"])
+    _check_syscall_values(m, report)
+    open_: Counter[int] = Counter()
+    unknown_thread = unmatched = unmatched_open = reentered = 0
+    for i, (kind, thread, matched) in enumerate(zip(m["kind"].tolist(), m["thread"].tolist(),
+                                                    m["matched"].tolist())):
+        if thread == 0:
+            unknown_thread += 1
+        elif kind == KIND_ENTRY:
+            reentered += open_[thread] > 0
+            open_[thread] += 1
+        elif kind == KIND_RETURN and matched == 0:
+            unmatched += 1
+            unmatched_open += open_[thread] > 0
+        elif kind == KIND_RETURN and matched == 1:
+            if open_[thread] > 0:
+                open_[thread] -= 1
+            else:
+                report.add(SYSCALLS, _loc(SYSCALLS, m, i),
+                           f"return with matched=1 but thread {thread:#x} has no open entry")
+    for count, what in [
+        (unknown_thread, "rows with unknown thread (key 0), not paired"),
+        (unmatched, "returns with matched=0 (entered before recording, or a new thread)"),
+        (unmatched_open, "of those matched=0 returns came while the thread had an open entry"),
+        (reentered, "entries while the thread already had an open entry"),
+        (sum(1 for c in open_.values() if c > 0), "threads with entries still open at the end"),
+    ]:
+        if count:
+            report.note(SYSCALLS, f"{count} {what}")
+
+
+def roi_mode(plugin_info: dict[str, Any] | None) -> str:
+    """The ``roi=`` option from ``plugin.json`` (top level or under ``options``), default
+    ``"marker"``."""
+    info = plugin_info or {}
+    for d in (info.get("options"), info):
+        if isinstance(d, dict) and isinstance(d.get("roi"), str):
+            return d["roi"]
+    return "marker"
+
+
+def check_markers(tables: dict[int, pa.Table], roi: str, report: Report) -> None:
+    """Check e: in time order over all vCPUs, begin and end alternate starting with a begin,
+    and marks lie between a begin and its end.
+
+    With ``roi=all`` markers do not switch recording, so a broken structure is the guest's
+    business: it is reported as info instead.
+    """
+    report.start(MARKERS)
+    m = _merged(tables, ["time_ns", "icount", "exec_row", "kind"])
+    strict = roi != "all"
+    inside = False
+    for i, kind in enumerate(m["kind"].tolist()):
+        problem = None
+        if kind == MARKER_BEGIN:
+            problem = "begin inside a region (no end since the previous begin)" if inside else None
+            inside = True
+        elif kind == MARKER_END:
+            problem = None if inside else "end outside a region (no begin before it)"
+            inside = False
+        elif kind == MARKER_MARK:
+            problem = None if inside else "mark outside a region"
+        else:
+            report.add(MARKERS, _loc(MARKERS, m, i), f"kind {kind} is not 0, 1 or 2")
+        if problem and strict:
+            report.add(MARKERS, _loc(MARKERS, m, i), problem)
+        elif problem:
+            report.note(MARKERS, f"{_loc(MARKERS, m, i)}: {problem} (roi=all)")
+    if len(m["kind"]) == 0:
+        report.note(MARKERS, "no markers")
+    elif inside:
+        report.note(MARKERS, "the trace ends inside a region (no final end marker)")

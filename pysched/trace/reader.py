@@ -1,0 +1,245 @@
+"""Opening a trace directory: part discovery and validation, then tables on demand."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .errors import TraceError
+from .schema import (
+    META_SCHEMA_VERSION,
+    META_TABLE,
+    META_VCPU,
+    SCHEMA_VERSION,
+    STATIC_PART_RE,
+    TABLES,
+    VCPU_PART_RE,
+    TableSpec,
+)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part file of a table.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+        The ``.parquet`` file.
+    table : str
+        Table name.
+    vcpu : int or None
+        vCPU index from the file name (per-vCPU tables), else None.
+    seq : int
+        Part number ``NNNNNN`` from the file name.
+    num_rows : int
+        Rows in the file (from its footer).
+    """
+
+    path: Path
+    table: str
+    vcpu: int | None
+    seq: int
+    num_rows: int
+
+
+def _parse_name(spec: TableSpec, path: Path) -> tuple[int | None, int]:
+    """Return ``(vcpu, seq)`` from a part file name, or raise naming the file."""
+    if spec.per_vcpu:
+        m = VCPU_PART_RE.match(path.name)
+        if m:
+            return int(m.group(1)), int(m.group(2))
+        want = "vVVV-NNNNNN.parquet"
+    else:
+        m = STATIC_PART_RE.match(path.name)
+        if m:
+            return None, int(m.group(1))
+        want = "NNNNNN.parquet"
+    raise TraceError(f"{path}: part of table {spec.name!r} must be named {want}")
+
+
+def _validate_part(spec: TableSpec, path: Path) -> Part:
+    """Read a part's footer and check its metadata and column types against ``spec``."""
+    vcpu, seq = _parse_name(spec, path)
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise TraceError(f"{path}: not a readable Parquet file ({exc})") from exc
+    meta = {k.decode(errors="replace"): v.decode(errors="replace")
+            for k, v in (pf.metadata.metadata or {}).items()}
+
+    version = meta.get(META_SCHEMA_VERSION)
+    if version is None:
+        raise TraceError(f"{path}: missing metadata key {META_SCHEMA_VERSION!r}")
+    if version.strip() != str(SCHEMA_VERSION):
+        raise TraceError(f"{path}: {META_SCHEMA_VERSION} is {version!r}, "
+                         f"this reader supports {SCHEMA_VERSION}")
+    if meta.get(META_TABLE) != spec.name:
+        raise TraceError(f"{path}: metadata {META_TABLE} is {meta.get(META_TABLE)!r}, "
+                         f"expected {spec.name!r}")
+    if spec.per_vcpu:
+        raw = meta.get(META_VCPU)
+        if raw is None or not raw.strip().isdigit() or int(raw) != vcpu:
+            raise TraceError(f"{path}: metadata {META_VCPU} is {raw!r}, "
+                             f"expected {vcpu} (from the file name)")
+
+    have = pf.schema_arrow
+    for field in spec.schema:
+        idx = have.get_field_index(field.name)
+        if idx < 0:
+            raise TraceError(f"{path}: missing column {field.name!r} "
+                             f"(expected {field.type})")
+        if have.field(idx).type != field.type:
+            raise TraceError(f"{path}: column {field.name!r} has type {have.field(idx).type}, "
+                             f"expected {field.type}")
+    return Part(path, spec.name, vcpu, seq, pf.metadata.num_rows)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise TraceError(f"{path}: cannot read JSON ({exc})") from exc
+
+
+class Trace:
+    """A validated trace directory (schema version 1).
+
+    Construct with :meth:`Trace.open` (or :func:`open_trace`). Opening reads every part's
+    footer, not its data; tables are read when asked for.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+        The trace directory.
+    plugin_info : dict or None
+        ``plugin.json`` (options, calibration, counters), None when missing.
+    manifest : dict or None
+        ``manifest.json`` written by the capture step, None when missing.
+    """
+
+    def __init__(self, path: Path, parts: dict[str, list[Part]],
+                 plugin_info: dict[str, Any] | None, manifest: dict[str, Any] | None) -> None:
+        self.path = path
+        self._parts = parts
+        self.plugin_info = plugin_info
+        self.manifest = manifest
+        # Derived data shared by expand/check (e.g. the block index), keyed by name.
+        self._cache: dict[Any, Any] = {}
+
+    @classmethod
+    def open(cls, path: str | Path) -> Trace:
+        """Open and validate a trace directory.
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            Directory written by ``libpysched-trace.so``.
+
+        Returns
+        -------
+        Trace
+
+        Raises
+        ------
+        TraceError
+            When the directory or a required table is missing, a part file is misnamed, has
+            the wrong schema version or table/vCPU metadata, or lacks a column or has it with
+            another type. The message names the file (and column).
+        """
+        root = Path(path)
+        if not root.is_dir():
+            raise TraceError(f"{root}: not a directory")
+        parts: dict[str, list[Part]] = {}
+        for spec in TABLES.values():
+            tdir = root / spec.name
+            # Only complete parts count: the writer renames *.tmp when a part is done.
+            files = sorted(tdir.glob("*.parquet")) if tdir.is_dir() else []
+            found = [_validate_part(spec, f) for f in files]
+            if spec.required and not found:
+                raise TraceError(f"{tdir}: required table {spec.name!r} has no part files")
+            # Numeric order equals name order for fixed-width names and stays right beyond.
+            found.sort(key=lambda p: (p.vcpu if p.vcpu is not None else -1, p.seq))
+            parts[spec.name] = found
+        info = _read_json(root / "plugin.json")
+        if info is not None and info.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
+            raise TraceError(f"{root / 'plugin.json'}: schema_version is "
+                             f"{info.get('schema_version')!r}, this reader supports "
+                             f"{SCHEMA_VERSION}")
+        return cls(root, parts, info, _read_json(root / "manifest.json"))
+
+    def __repr__(self) -> str:
+        return f"Trace({str(self.path)!r}, vcpus={self.vcpus})"
+
+    @property
+    def vcpus(self) -> list[int]:
+        """Sorted vCPU indices that have ``exec`` parts."""
+        return sorted({p.vcpu for p in self._parts["exec"] if p.vcpu is not None})
+
+    def all_vcpus(self) -> list[int]:
+        """Sorted vCPU indices that have a part in any per-vCPU table."""
+        return sorted({p.vcpu for ps in self._parts.values() for p in ps if p.vcpu is not None})
+
+    def parts(self, name: str, vcpu: int | None = None) -> list[Part]:
+        """Part files of table ``name`` in row order, optionally only those of ``vcpu``."""
+        spec = self._spec(name, vcpu)
+        found = self._parts[spec.name]
+        return found if vcpu is None else [p for p in found if p.vcpu == vcpu]
+
+    def num_rows(self, name: str, vcpu: int | None = None) -> int:
+        """Rows of a table (from the part footers, without reading data)."""
+        return sum(p.num_rows for p in self.parts(name, vcpu))
+
+    def table(self, name: str, vcpu: int | None = None) -> pa.Table:
+        """Read a table.
+
+        Parameters
+        ----------
+        name : str
+            Table name, one of :data:`pysched.trace.schema.TABLES`.
+        vcpu : int, optional
+            For per-vCPU tables: only this vCPU's parts. Not allowed for static tables.
+
+        Returns
+        -------
+        pyarrow.Table
+            The parts concatenated in part-name order (all vCPUs: vCPU by vCPU), with exactly
+            the schema's columns in the schema's order; an empty table of that schema when the
+            table has no parts.
+        """
+        spec = self._spec(name, vcpu)
+        chunks = [self.read_part(part) for part in self.parts(name, vcpu)]
+        if not chunks:
+            return spec.schema.empty_table()
+        return pa.concat_tables(chunks)
+
+    def read_part(self, part: Part) -> pa.Table:
+        """Read one part file (see :meth:`parts`) with exactly its table's schema."""
+        spec = TABLES[part.table]
+        t = pq.ParquetFile(part.path).read(columns=spec.schema.names)
+        # Types are validated; the cast only unifies nullability and drops metadata.
+        return t.select(spec.schema.names).cast(spec.schema)
+
+    def df(self, name: str, vcpu: int | None = None) -> pd.DataFrame:
+        """Read a table as a :class:`pandas.DataFrame` (see :meth:`table`)."""
+        return self.table(name, vcpu).to_pandas()
+
+    def _spec(self, name: str, vcpu: int | None) -> TableSpec:
+        spec = TABLES.get(name)
+        if spec is None:
+            raise KeyError(f"unknown table {name!r}; tables are {', '.join(TABLES)}")
+        if vcpu is not None and not spec.per_vcpu:
+            raise ValueError(f"table {name!r} is static: it has no per-vCPU parts")
+        return spec
+
+
+def open_trace(path: str | Path) -> Trace:
+    """Open and validate a trace directory; same as :meth:`Trace.open`."""
+    return Trace.open(path)

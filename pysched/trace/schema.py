@@ -1,0 +1,114 @@
+"""Schema version 1 of a trace directory, in one place.
+
+This mirrors the tables of ``qemu-plugin/README.md``: which tables exist, whether they are
+static or per vCPU, whether a trace must have them, and every column's Arrow type. The reader
+validates part files against it and returns tables projected onto these columns, in this order.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+SCHEMA_VERSION: int = 1
+
+# Key/value metadata every part file carries.
+META_SCHEMA_VERSION = "pysched.schema_version"
+META_TABLE = "pysched.table"
+META_VCPU = "pysched.vcpu"
+
+#: ``insns.paddr`` / ``mem.paddr`` value for an unknown guest-physical address.
+UNKNOWN_PADDR: int = 2**64 - 1
+#: interrupts.block_retired when no recorded block was interrupted (first block of a window).
+BLOCK_NONE: int = 2**32 - 1
+
+PAGE_SHIFT = 12
+PAGE_MASK = (1 << PAGE_SHIFT) - 1
+
+#: With ``nokaslr`` the kernel maps guest-physical 0 here; text lives below ``KERNEL_TEXT_END``.
+KERNEL_TEXT_BASE: int = 0xFFFFFFFF80000000
+KERNEL_TEXT_END: int = 0xFFFFFFFFC0000000
+
+# insns.flags bits
+FLAG_SYSCALL = 1 << 0
+FLAG_INT80 = 1 << 1
+FLAG_SYSRETQ = 1 << 2
+FLAG_IRETQ = 1 << 3
+FLAG_MARKER = 1 << 4
+
+# kind columns
+KIND_ENTRY = 0
+KIND_RETURN = 1
+MARKER_BEGIN = 0
+MARKER_END = 1
+MARKER_MARK = 2
+
+# Part file names: static tables ``NNNNNN.parquet``, per-vCPU tables ``vVVV-NNNNNN.parquet``.
+STATIC_PART_RE = re.compile(r"^(\d+)\.parquet$")
+VCPU_PART_RE = re.compile(r"^v(\d+)-(\d+)\.parquet$")
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """What the contract says about one table.
+
+    Attributes
+    ----------
+    name : str
+        Table (and directory) name.
+    schema : pyarrow.Schema
+        Required columns and their exact Arrow types.
+    per_vcpu : bool
+        Parts are named ``vVVV-NNNNNN.parquet`` and carry ``pysched.vcpu``.
+    required : bool
+        A trace without any part of this table is an error; other tables may be absent when
+        empty and then read as empty tables of ``schema``.
+    """
+
+    name: str
+    schema: pa.Schema
+    per_vcpu: bool
+    required: bool
+
+
+_u8, _u16, _u32, _u64 = pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()
+_i16, _i64 = pa.int16(), pa.int64()
+
+_COMMON = [("vcpu", _u16), ("icount", _u64), ("exec_row", _u64), ("time_ns", _u64)]
+_THREAD = [("thread", _u64), ("cr3", _u64)]
+
+_SPECS = [
+    TableSpec("blocks", pa.schema([
+        ("block", _u32), ("vaddr", _u64), ("ninsn", _u32), ("nbytes", _u32),
+    ]), per_vcpu=False, required=True),
+    TableSpec("insns", pa.schema([
+        ("block", _u32), ("idx", _u16), ("vaddr", _u64), ("paddr", _u64), ("size", _u8),
+        ("flags", _u8),
+    ]), per_vcpu=False, required=True),
+    TableSpec("exec", pa.schema([("block", _u32)]), per_vcpu=True, required=True),
+    TableSpec("syscalls", pa.schema(_COMMON + [("kind", _u8)] + _THREAD + [
+        ("abi", _u8), ("nr", _i64),
+        *[(f"arg{i}", _u64) for i in range(6)],
+        ("ret", _i64), ("pc", _u64), ("matched", _u8),
+    ]), per_vcpu=True, required=False),
+    TableSpec("interrupts", pa.schema(_COMMON + [("kind", _u8)] + _THREAD + [
+        ("vector", _i16), ("error_code", _u64), ("user", _u8), ("pc", _u64),
+        ("handler", _u64), ("block_retired", _u32),
+    ]), per_vcpu=True, required=False),
+    TableSpec("switches", pa.schema(_COMMON + [
+        ("prev", _u64), ("next", _u64), ("cr3", _u64),
+    ]), per_vcpu=True, required=False),
+    TableSpec("markers", pa.schema(_COMMON + [("kind", _u8)] + _THREAD + [
+        ("value", _u64),
+    ]), per_vcpu=True, required=False),
+    TableSpec("mem", pa.schema([
+        ("icount", _u64), ("paddr", _u64), ("size", _u8), ("store", _u8),
+    ]), per_vcpu=True, required=False),
+]
+
+#: All tables of schema version 1, by name, in the order of the README.
+TABLES: dict[str, TableSpec] = {spec.name: spec for spec in _SPECS}
+
+#: Per-vCPU tables whose rows carry ``icount``/``exec_row``/``time_ns``.
+EVENT_TABLES: tuple[str, ...] = ("syscalls", "interrupts", "switches", "markers")

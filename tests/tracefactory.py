@@ -1,0 +1,308 @@
+"""Synthetic trace directories for tests, written the way ``qemu-plugin/README.md`` says.
+
+The column types here are transcribed from the README on purpose, not imported from
+``pysched.trace.schema``, so that the reader's schema is tested against an independent copy.
+
+A :class:`TraceFactory` simulates what the plugin records: blocks are declared once, then each
+vCPU "runs" blocks and raises events; the factory keeps the instruction counter and exec row
+so every event gets the ``icount``/``exec_row`` the contract prescribes. Tests corrupt the
+result by editing ``factory.rows`` / ``factory.blocks`` before :meth:`TraceFactory.write`.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+KBASE = 0xFFFFFFFF80000000
+U8, U16, U32, U64, I16, I64 = (pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64(), pa.int16(),
+                               pa.int64())
+COMMON = [("vcpu", U16), ("icount", U64), ("exec_row", U64), ("time_ns", U64)]
+COLUMNS: dict[str, list[tuple[str, pa.DataType]]] = {
+    "blocks": [("block", U32), ("vaddr", U64), ("ninsn", U32), ("nbytes", U32)],
+    "insns": [("block", U32), ("idx", U16), ("vaddr", U64), ("paddr", U64), ("size", U8),
+              ("flags", U8)],
+    "exec": [("block", U32)],
+    "syscalls": COMMON + [("kind", U8), ("thread", U64), ("cr3", U64), ("abi", U8),
+                          ("nr", I64)] + [(f"arg{i}", U64) for i in range(6)]
+                       + [("ret", I64), ("pc", U64), ("matched", U8)],
+    "interrupts": COMMON + [("kind", U8), ("thread", U64), ("cr3", U64), ("vector", I16),
+                            ("error_code", U64), ("user", U8), ("pc", U64), ("handler", U64),
+                            ("block_retired", U32)],
+    "switches": COMMON + [("prev", U64), ("next", U64), ("cr3", U64)],
+    "markers": COMMON + [("kind", U8), ("thread", U64), ("cr3", U64), ("value", U64)],
+    "mem": [("icount", U64), ("paddr", U64), ("size", U8), ("store", U8)],
+}
+PER_VCPU = ("exec", "syscalls", "interrupts", "switches", "markers", "mem")
+EVENTS = ("syscalls", "interrupts", "switches", "markers")
+
+F_SYSCALL, F_INT80, F_SYSRETQ, F_IRETQ, F_MARKER = 1, 2, 4, 8, 16
+
+
+def user_paddr(vaddr: int) -> int:
+    """A fixed user mapping: virtual page p -> frame 0x1000 + (p % 256)."""
+    return ((0x1000 + ((vaddr >> 12) & 0xFF)) << 12) | (vaddr & 0xFFF)
+
+
+def default_paddr(vaddr: int) -> int:
+    return vaddr - KBASE if vaddr >= KBASE else user_paddr(vaddr)
+
+
+def write_part(path: Path, table: str, data: dict[str, list] | pa.Table, vcpu: int | None = None,
+               *, version: str | None = "1", columns: list[tuple[str, pa.DataType]] | None = None,
+               extra_meta: dict[str, str] | None = None) -> Path:
+    """Write one part file with the README's metadata keys; ``columns`` overrides the types."""
+    if isinstance(data, pa.Table):
+        t = data
+    else:
+        cols = columns if columns is not None else COLUMNS[table]
+        t = pa.table({name: pa.array(data[name], type=typ) for name, typ in cols})
+    meta = {"pysched.table": table}
+    if version is not None:
+        meta["pysched.schema_version"] = version
+    if vcpu is not None:
+        meta["pysched.vcpu"] = str(vcpu)
+    meta.update(extra_meta or {})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(t.replace_schema_metadata(meta), path, compression="zstd")
+    return path
+
+
+def part_path(root: Path, table: str, seq: int, vcpu: int | None = None) -> Path:
+    name = f"{seq:06d}.parquet" if vcpu is None else f"v{vcpu:03d}-{seq:06d}.parquet"
+    return root / table / name
+
+
+@dataclass
+class Block:
+    id: int
+    vaddr: int
+    sizes: list[int]
+    paddrs: list[int]
+    flags: list[int]
+
+    @property
+    def pcs(self) -> list[int]:
+        out, a = [], self.vaddr
+        for s in self.sizes:
+            out.append(a)
+            a += s
+        return out
+
+
+@dataclass
+class TraceFactory:
+    """Simulated recording; see the module docstring.
+
+    Parameters
+    ----------
+    nvcpus : int
+    rows_per_part : int
+        Rows per part file of per-vCPU tables (several parts exercise concatenation).
+    """
+
+    nvcpus: int = 1
+    rows_per_part: int = 4
+    blocks: dict[int, Block] = field(default_factory=dict)
+    exec: dict[int, list[int]] = field(default_factory=dict)
+    retired: dict[int, list[int]] = field(default_factory=dict)
+    rows: dict[str, dict[int, list[dict]]] = field(default_factory=dict)
+    plugin_info: dict | None = None
+    clock: int = 0
+    id_step: int = 1  # block ids are 1, 1 + step, ...: a large step makes them sparse
+
+    def __post_init__(self) -> None:
+        for v in range(self.nvcpus):
+            self.exec[v], self.retired[v] = [], []
+        self.rows = {t: {v: [] for v in range(self.nvcpus)} for t in PER_VCPU if t != "exec"}
+        if self.plugin_info is None:
+            self.plugin_info = {"schema_version": 1, "options": {"roi": "marker"}}
+
+    # --- static -------------------------------------------------------------------------
+    def block(self, vaddr: int, sizes: list[int], flags: dict[int, int] | None = None,
+              paddrs: list[int] | None = None) -> int:
+        """Declare a block; ``flags`` maps instruction index to flag bits. Returns its id."""
+        bid = 1 + len(self.blocks) * self.id_step
+        b = Block(bid, vaddr, list(sizes), [], [0] * len(sizes))
+        b.paddrs = paddrs if paddrs is not None else [default_paddr(a) for a in b.pcs]
+        for i, f in (flags or {}).items():
+            b.flags[i] = f
+        self.blocks[bid] = b
+        return bid
+
+    # --- dynamic ------------------------------------------------------------------------
+    def icount(self, v: int) -> int:
+        return sum(self.retired[v])
+
+    def run(self, v: int, *block_ids: int, retired: int | None = None) -> int:
+        """Append exec rows; ``retired`` cuts the last one short. Returns the last row."""
+        for i, bid in enumerate(block_ids):
+            self.exec[v].append(bid)
+            n = len(self.blocks[bid].sizes)
+            last = i == len(block_ids) - 1
+            self.retired[v].append(retired if (last and retired is not None) else n)
+        return len(self.exec[v]) - 1
+
+    def _common(self, v: int, icount: int) -> dict:
+        self.clock += 100
+        return {"vcpu": v, "icount": icount, "exec_row": len(self.exec[v]),
+                "time_ns": self.clock}
+
+    def _insn_event(self, v: int, flag: int) -> tuple[dict, int]:
+        """Common columns of an event raised by the flagged instruction of the last block."""
+        bid = self.exec[v][-1]
+        b = self.blocks[bid]
+        i = next(k for k, f in enumerate(b.flags) if f & flag)
+        assert i < self.retired[v][-1], "the instruction did not retire"
+        start = self.icount(v) - self.retired[v][-1]
+        return self._common(v, start + i + 1), b.pcs[i]
+
+    def syscall_entry(self, v: int, thread: int, nr: int, args=(0,) * 6, *, abi: int = 64,
+                      cr3: int = 0x1000) -> None:
+        row, pc = self._insn_event(v, F_SYSCALL if abi == 64 else F_INT80)
+        row.update(kind=0, thread=thread, cr3=cr3, abi=abi, nr=nr, ret=0, pc=pc, matched=0,
+                   **{f"arg{i}": a for i, a in enumerate(args)})
+        self.rows["syscalls"][v].append(row)
+
+    def syscall_return(self, v: int, thread: int, ret: int, *, matched: int = 1,
+                       abi: int = 64, cr3: int = 0x1000) -> None:
+        row, pc = self._insn_event(v, F_SYSRETQ if abi == 64 else F_IRETQ)
+        row.update(kind=1, thread=thread, cr3=cr3, abi=abi, nr=-1, ret=ret, pc=pc,
+                   matched=matched, **{f"arg{i}": 0 for i in range(6)})
+        self.rows["syscalls"][v].append(row)
+
+    def interrupt(self, v: int, vector: int, handler: int, *, thread: int = 0, cr3: int = 0x1000,
+                  user: int = 1, error_code: int = 0, pc: int | None = None) -> None:
+        """Entry at the block boundary after the last run block (cut short or not)."""
+        b = self.blocks[self.exec[v][-1]]
+        k = self.retired[v][-1]
+        saved = b.pcs[k] if k < len(b.sizes) else (pc if pc is not None else b.pcs[-1] + 1)
+        row = self._common(v, self.icount(v))
+        row.update(kind=0, thread=thread, cr3=cr3, vector=vector, error_code=error_code,
+                   user=user, pc=saved, handler=handler, block_retired=k)
+        self.rows["interrupts"][v].append(row)
+
+    def interrupt_return(self, v: int, to: int, *, thread: int = 0, cr3: int = 0x1000,
+                         user: int = 1) -> None:
+        row, pc = self._insn_event(v, F_IRETQ)
+        row.update(kind=1, thread=thread, cr3=cr3, vector=-1, error_code=0, user=user, pc=to,
+                   handler=pc, block_retired=0)
+        self.rows["interrupts"][v].append(row)
+
+    def switch(self, v: int, prev: int, next: int, cr3: int = 0x1000) -> None:
+        row = self._common(v, self.icount(v))
+        row.update(prev=prev, next=next, cr3=cr3)
+        self.rows["switches"][v].append(row)
+
+    def marker(self, v: int, kind: int, value: int = 0, *, thread: int = 0,
+               cr3: int = 0x1000) -> None:
+        """Begin (0) at the block boundary; end (1) and mark (2) from the last block's marker."""
+        if kind == 0:
+            row = self._common(v, self.icount(v))
+        else:
+            row, _ = self._insn_event(v, F_MARKER)
+        row.update(kind=kind, thread=thread, cr3=cr3, value=value)
+        self.rows["markers"][v].append(row)
+
+    def mem(self, v: int, icount: int, vaddr: int, *, size: int = 8, store: int = 0,
+            paddr: int | None = None) -> None:
+        """A data access; ``vaddr`` only derives the default ``paddr`` (mem has no vaddr)."""
+        self.rows["mem"][v].append({"icount": icount, "paddr": default_paddr(vaddr)
+                                    if paddr is None else paddr, "size": size, "store": store})
+
+    # --- expectations -------------------------------------------------------------------
+    def expected_pcs(self, v: int) -> list[int]:
+        return [pc for bid, k in zip(self.exec[v], self.retired[v])
+                for pc in self.blocks[bid].pcs[:k]]
+
+    # --- output -------------------------------------------------------------------------
+    def static_rows(self) -> tuple[dict[str, list], dict[str, list]]:
+        blocks = {c: [] for c, _ in COLUMNS["blocks"]}
+        insns = {c: [] for c, _ in COLUMNS["insns"]}
+        for b in self.blocks.values():
+            for c, x in zip(("block", "vaddr", "ninsn", "nbytes"),
+                            (b.id, b.vaddr, len(b.sizes), sum(b.sizes))):
+                blocks[c].append(x)
+            for i, (pc, s, p, f) in enumerate(zip(b.pcs, b.sizes, b.paddrs, b.flags)):
+                for c, x in zip(("block", "idx", "vaddr", "paddr", "size", "flags"),
+                                (b.id, i, pc, p, s, f)):
+                    insns[c].append(x)
+        return blocks, insns
+
+    def write(self, root: Path) -> Path:
+        """Write the trace directory (event tables without rows are left out)."""
+        root = Path(root)
+        root.mkdir(parents=True, exist_ok=True)
+        blocks, insns = self.static_rows()
+        write_part(part_path(root, "blocks", 0), "blocks", blocks)
+        write_part(part_path(root, "insns", 0), "insns", insns)
+        for v in range(self.nvcpus):
+            per = {"exec": [{"block": b} for b in self.exec[v]]}
+            per.update({t: self.rows[t][v] for t in self.rows})
+            for table, rows in per.items():
+                for seq, lo in enumerate(range(0, len(rows), self.rows_per_part)):
+                    chunk = rows[lo:lo + self.rows_per_part]
+                    data = {c: [r[c] for r in chunk] for c, _ in COLUMNS[table]}
+                    write_part(part_path(root, table, seq, v), table, data, v)
+        if self.plugin_info is not None:
+            # As the plugin's final plugin.json: per-vCPU instruction totals.
+            info = {"final": True, "icount": [self.icount(v) for v in range(self.nvcpus)],
+                    **self.plugin_info}
+            (root / "plugin.json").write_text(json.dumps(info))
+        return root
+
+
+def sample(nvcpus: int = 2) -> TraceFactory:
+    """A small, well-formed two-vCPU recording with every kind of event.
+
+    vCPU 0: ROI begin, a user loop, a system call (entry, kernel, sysretq), a page fault that
+    cuts a block short (handler, iretq back), a mark, a context switch. vCPU 1: a thread that
+    migrated returns from a system call entered on vCPU 0, an int 0x80 system call returning by
+    iretq, and the ROI end.
+    """
+    f = TraceFactory(nvcpus=nvcpus)
+    u1 = f.block(0x401000, [4, 3, 2, 5])                          # plain user code
+    u_sys = f.block(0x40100E, [3, 2], flags={1: F_SYSCALL})       # ... ends in syscall
+    k_entry = f.block(KBASE + 0x1200000, [7, 4, 4])               # entry_SYSCALL_64
+    k_ret = f.block(KBASE + 0x1200040, [3, 3], flags={1: F_SYSRETQ})
+    u_fault = f.block(0x402FFC, [2, 3, 6, 1])                      # crosses a page
+    u_resume = f.block(0x403001, [6, 1])                           # where the fault resumes
+    k_pf = f.block(KBASE + 0x1201000, [1, 5, 2], flags={2: F_IRETQ})
+    u_mark = f.block(0x403000, [3, 3], flags={1: F_MARKER})
+    k_sched = f.block(KBASE + 0x1100000, [4, 4])                  # __switch_to
+    u_int80 = f.block(0x405000, [3, 2], flags={1: F_INT80})
+    k_int80 = f.block(KBASE + 0x1202000, [5, 2], flags={1: F_IRETQ})
+    u_end = f.block(0x406000, [1, 3], flags={1: F_MARKER})
+
+    T1, T2 = 0xFFFF888000100000, 0xFFFF888000200000
+    f.marker(0, 0, thread=T1)
+    f.run(0, u1, u1, u_sys)
+    f.syscall_entry(0, T1, 39)
+    f.run(0, k_entry, k_ret)
+    f.syscall_return(0, T1, 1234)
+    f.run(0, u1, u_fault, retired=2)                               # page fault at insn 2
+    f.interrupt(0, 14, KBASE + 0x1201000, thread=T1, error_code=4)
+    f.run(0, k_pf)
+    f.interrupt_return(0, to=f.blocks[u_fault].pcs[2], thread=T1)
+    f.run(0, u_resume, u_mark)
+    f.marker(0, 2, value=7, thread=T1)
+    f.run(0, u_sys)
+    f.syscall_entry(0, T1, 0)                                      # read(), blocks
+    f.run(0, k_entry, k_sched)
+    f.switch(0, T1, T2)
+    f.run(0, k_sched)
+
+    f.switch(1, T2, T1)
+    f.run(1, k_sched, k_ret)
+    f.syscall_return(1, T1, 5)                                     # read() returns on vCPU 1
+    f.run(1, u1, u_int80)
+    f.syscall_entry(1, T1, 20, abi=32)
+    f.run(1, k_int80)
+    f.syscall_return(1, T1, 0, abi=0)
+    f.run(1, u_end)
+    f.marker(1, 1, thread=T1)
+    f.mem(1, 3, 0x7FFF0010, store=1)
+    return f
