@@ -1,0 +1,219 @@
+"""Parsing the guest's console log.
+
+The guest's ``/init`` (``guest/init.sh``) prints, around the traced command::
+
+    === PYSCHED BEGIN ===
+    === /proc/interrupts before ===
+    <cat /proc/interrupts>
+    === /proc/stat before ===
+    <cat /proc/stat>
+    <the command's output>
+    === /proc/interrupts after ===
+    ...
+    === /proc/stat after ===
+    ...
+    === PYSCHED EXIT <rc> ===
+
+The serial console ends lines with ``\\r\\n`` and the firmware's escape sequences may share a
+line with the first marker, so markers are searched for, not matched as whole lines.
+"""
+from __future__ import annotations
+
+import re
+
+BEGIN_MARK = "=== PYSCHED BEGIN ==="
+_EXIT_RE = re.compile(r"=== PYSCHED EXIT (-?\d+) ===")
+_HEADER_RE = re.compile(r"^=== (/proc/(?:interrupts|stat)) (before|after) ===\s*$")
+# A /proc/stat line: a key ("cpu", "cpu0", "intr", "procs_running", ...) then numbers.
+_STAT_LINE_RE = re.compile(r"^[a-z_]+\d*(?:\s+\d+)+\s*$")
+_ANSI_RE = re.compile(r"\x1b(?:\[[0-9;?]*[A-Za-z]|[@-Z\\-_c])")
+
+
+def console_text(raw: bytes) -> str:
+    """Decode a console log and normalise its line ends to ``\\n``.
+
+    Parameters
+    ----------
+    raw : bytes
+        QEMU's stdout.
+
+    Returns
+    -------
+    str
+        The text (undecodable bytes replaced).
+    """
+    return raw.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def guest_exit_status(text: str) -> int | None:
+    """The command's exit status from the last ``=== PYSCHED EXIT <rc> ===`` line.
+
+    Parameters
+    ----------
+    text : str
+        The console text.
+
+    Returns
+    -------
+    int or None
+        The status, or None when the line is missing (guest crashed or was stopped).
+    """
+    found = _EXIT_RE.findall(text)
+    return int(found[-1]) if found else None
+
+
+def proc_sections(text: str) -> dict[str, str | None]:
+    """The raw ``/proc/interrupts`` and ``/proc/stat`` snapshots the guest printed.
+
+    Parameters
+    ----------
+    text : str
+        The console text (``\\n`` line ends).
+
+    Returns
+    -------
+    dict
+        Keys ``interrupts_before``, ``stat_before``, ``interrupts_after``, ``stat_after``;
+        values are the section text (newline-terminated) or None when not found. "before" is
+        the first such section in the log, "after" the last one.
+
+    Notes
+    -----
+    The command's output follows the "stat before" snapshot with no marker between them, so a
+    stat section ends at its ``softirq`` line (the last line of ``/proc/stat``) or at the first
+    line that is not ``key number...``; an interrupts section ends at the next ``===`` line.
+    """
+    lines = text.split("\n")
+    found: dict[str, str | None] = {
+        "interrupts_before": None,
+        "stat_before": None,
+        "interrupts_after": None,
+        "stat_after": None,
+    }
+    i = 0
+    while i < len(lines):
+        m = _HEADER_RE.match(lines[i].strip())
+        if not m:
+            i += 1
+            continue
+        kind = "interrupts" if m.group(1) == "/proc/interrupts" else "stat"
+        key = f"{kind}_{m.group(2)}"
+        body: list[str] = []
+        j = i + 1
+        while j < len(lines):
+            line = lines[j]
+            if line.startswith("=== "):
+                break
+            if kind == "stat":
+                if not _STAT_LINE_RE.match(line):
+                    break
+                body.append(line)
+                j += 1
+                if line.startswith("softirq"):
+                    break
+                continue
+            body.append(line)
+            j += 1
+        # Drop a blank tail (the console's last empty line).
+        while body and not body[-1].strip():
+            body.pop()
+        section = "\n".join(body) + "\n" if body else ""
+        if m.group(2) == "before" and found[key] is None:
+            found[key] = section
+        elif m.group(2) == "after":
+            found[key] = section
+        i = j
+    return found
+
+
+def parse_interrupts(text: str) -> dict[str, list[int]]:
+    """Parse a ``/proc/interrupts`` snapshot.
+
+    Parameters
+    ----------
+    text : str
+        The file's contents: a ``CPU0 CPU1 ...`` header, then one line per interrupt source.
+
+    Returns
+    -------
+    dict
+        ``{irq_name: [count per cpu]}``, e.g. ``{"0": [43, 0], "LOC": [579, 648], "ERR": [0]}``.
+        The name is the label before the colon (an IRQ number or a mnemonic); lines that give
+        fewer counts than CPUs (``ERR``, ``MIS``: one system-wide count) keep what they give.
+    """
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return {}
+    ncpu = len(re.findall(r"\bCPU\d+\b", lines[0]))
+    result: dict[str, list[int]] = {}
+    for line in lines[1:] if ncpu else lines:
+        name, sep, rest = line.partition(":")
+        if not sep:
+            continue
+        counts: list[int] = []
+        for tok in rest.split():
+            if ncpu and len(counts) == ncpu:
+                break
+            if not tok.isdigit():
+                break
+            counts.append(int(tok))
+        result[name.strip()] = counts
+    return result
+
+
+def parse_stat(text: str) -> dict[str, list[int]]:
+    """Parse a ``/proc/stat`` snapshot into ``{key: [numbers]}``.
+
+    Parameters
+    ----------
+    text : str
+        The file's contents.
+
+    Returns
+    -------
+    dict
+        E.g. ``{"cpu": [8, 0, 388, ...], "cpu0": [...], "ctxt": [1217], "intr": [...]}``.
+    """
+    result: dict[str, list[int]] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and all(p.isdigit() for p in parts[1:]):
+            result[parts[0]] = [int(p) for p in parts[1:]]
+    return result
+
+
+def command_output(text: str) -> str | None:
+    """What the command printed: the lines between the "stat before" snapshot and
+    ``=== /proc/interrupts after ===``.
+
+    Parameters
+    ----------
+    text : str
+        The console text (``\\n`` line ends).
+
+    Returns
+    -------
+    str or None
+        The output, or None when the guest did not print both delimiters.
+    """
+    lines = text.split("\n")
+    try:
+        start = next(i for i, ln in enumerate(lines)
+                     if ln.strip() == "=== /proc/stat before ===")
+        end = max(i for i, ln in enumerate(lines)
+                  if ln.strip() == "=== /proc/interrupts after ===")
+    except (StopIteration, ValueError):
+        return None
+    i = start + 1
+    while i < end and _STAT_LINE_RE.match(lines[i].rstrip()):
+        i += 1
+        if lines[i - 1].startswith("softirq"):
+            break
+    return "\n".join(lines[i:end]) + ("\n" if end > i else "")
+
+
+def tail_lines(text: str, n: int = 40) -> str:
+    """The last ``n`` non-empty-tail lines of the console, for error reports."""
+    # Terminal escape sequences (the firmware clears the screen) would garble a terminal.
+    lines = _ANSI_RE.sub("", text).rstrip("\n").split("\n")
+    return "\n".join(lines[-n:])
