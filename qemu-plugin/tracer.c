@@ -163,6 +163,7 @@ static struct {
     GMutex lock;
     uint32_t next_block;
     Buf statics[2]; /* T_BLOCKS, T_INSNS */
+    GPtrArray *live; /* Blocks of the current translations, freed when QEMU flushes them */
     GHashTable *handlers; /* handler vaddr -> vector + 1 */
     uint64_t idt_hash;
     uint64_t ram_base;
@@ -815,6 +816,7 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     b->vector = vec ? (int16_t)(GPOINTER_TO_INT(vec) - 1) : -1;
     b->is_switch = S.sym_switch_to && va == S.sym_switch_to;
     S.n_blocks++;
+    g_ptr_array_add(S.live, b);
 
     Buf *bi = &S.statics[1];
     uint32_t nbytes = 0;
@@ -891,10 +893,41 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int cpu)
 static void write_plugin_json(bool final);
 static void at_exit(qemu_plugin_id_t id, void *p);
 
+static void block_free(gpointer p)
+{
+    Block *b = p;
+    g_free(b->sizes);
+    g_free(b);
+}
+
+/* QEMU dropped every translation (vCPUs are stopped): free their Blocks but the pending ones,
+ * which still have to be counted, so that long runs do not accumulate them. */
+static void on_flush(qemu_plugin_id_t id)
+{
+    g_mutex_lock(&S.lock);
+    GPtrArray *keep = g_ptr_array_new();
+    for (guint i = 0; i < S.live->len; i++) {
+        Block *b = g_ptr_array_index(S.live, i);
+        bool pending = false;
+        for (unsigned v = 0; v < S.nvcpus && !pending; v++) {
+            pending = S.vcpus[v].pending == b;
+        }
+        if (pending) {
+            g_ptr_array_add(keep, b);
+        } else {
+            block_free(b);
+        }
+    }
+    g_ptr_array_free(S.live, TRUE);
+    S.live = keep;
+    g_mutex_unlock(&S.lock);
+}
+
 static void register_callbacks(void)
 {
     qemu_plugin_register_vcpu_init_cb(S.id, vcpu_init);
     qemu_plugin_register_vcpu_tb_trans_cb(S.id, vcpu_tb_trans);
+    qemu_plugin_register_flush_cb(S.id, on_flush);
     qemu_plugin_register_atexit_cb(S.id, at_exit, NULL);
 }
 
@@ -1168,6 +1201,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     g_mutex_init(&S.flow_lock);
     g_cond_init(&S.flow_cond);
     S.entry_kind = g_hash_table_new(g_direct_hash, g_direct_equal);
+    S.live = g_ptr_array_new();
     S.nvcpus = info->system.max_vcpus;
     S.vcpus = g_new0(VCPU, S.nvcpus);
     for (unsigned i = 0; i < S.nvcpus; i++) {
