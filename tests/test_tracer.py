@@ -202,3 +202,17 @@ def test_sigkill_keeps_completed_parts(tmp_path: Path) -> None:
     trace = open_trace(out)
     for v in trace.vcpus:
         assert block_sizes(trace, v).sum() > 0
+
+
+def test_whole_run_mode_records_the_boot(tmp_path: Path) -> None:
+    out = tmp_path / "all"
+    r = pysched("trace", "--roi", "all", "--cmd", "true", "--out", str(out), "--vcpus", "2")
+    assert r.returncode == 0, r.stderr
+    info = json.loads((out / "plugin.json").read_text())
+    assert info["final"] and info["options"]["roi"] == "all"
+    assert all(n > 10_000_000 for n in info["icount"])  # the boot itself is recorded
+    trace = open_trace(out)
+    it = trace.df("interrupts")
+    assert (it.vector == LOCAL_TIMER_VECTOR).any()  # the IDT was picked up during the boot
+    kinds = set(trace.df("markers").kind)
+    assert {0, 1} <= kinds  # begin/end of init.sh recorded as plain markers
