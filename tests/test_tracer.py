@@ -22,6 +22,7 @@ from pysched.trace import block_sizes, expand, open_trace
 KTEXT = 0xFFFFFFFF80000000
 LOCAL_TIMER_VECTOR = 0xEC  # LOC in /proc/interrupts
 SYSLOOP_N = 300
+INT80_N = 50
 
 pytestmark = pytest.mark.skipif(
     not default_plugin_path().is_file(), reason="plugin not built (make plugin)"
@@ -36,7 +37,7 @@ def pysched(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("trace") / "t"
-    cmd = f"sysloop {SYSLOOP_N}; spin 20 & spin 20 & wait"
+    cmd = f"sysloop {SYSLOOP_N}; int80 {INT80_N}; spin 20 & spin 20 & wait"
     r = pysched("trace", "--cmd", cmd, "--out", str(out), "--vcpus", "2")
     assert r.returncode == 0, r.stderr
     return out
@@ -92,6 +93,19 @@ def test_syscalls_match_kernel_accounting(traced: Path) -> None:
     rets = sc[(sc.thread == thread) & (sc.kind == 1)]
     assert rets.matched.all()
     assert len(rets) in (len(mine), len(mine) - 1)  # exit_group does not return
+
+
+def test_int80_syscalls(traced: Path) -> None:
+    trace = open_trace(traced)
+    pid = int(re.search(r"INT80 pid=(\d+)", (traced / "console.log").read_text()).group(1))
+    markers = trace.df("markers")
+    thread = int(markers[(markers.kind == 2) & (markers.value == 8)].thread.iloc[0])
+    sc = trace.df("syscalls")
+    mine = sc[(sc.thread == thread) & (sc.time_ns > markers[markers.value == 8].time_ns.iloc[0])]
+    entries = mine[(mine.kind == 0) & (mine.abi == 32)]
+    assert len(entries) == INT80_N and (entries.nr == 20).all()
+    rets = mine[(mine.kind == 1) & (mine.ret == pid)]
+    assert len(rets) >= INT80_N and rets.matched.all()
 
 
 def proc_interrupt_counts(console: str, which: str) -> list[int]:
