@@ -5,7 +5,7 @@ PY      := .venv/bin/python
 PYSCHED := .venv/bin/pysched
 RUN_OUT ?= out/demo
 
-.PHONY: setup plugin guest run test test-all bench bench-tracer clean
+.PHONY: setup plugin guest run test test-all bench bench-tracer clean bench-models
 
 setup:
 	bash scripts/setup.sh
@@ -28,7 +28,7 @@ test: plugin guest
 test-all: plugin guest
 	$(PY) -m pytest -q
 
-bench: bench-tracer
+bench: bench-tracer bench-models
 
 bench-tracer: plugin guest
 	$(PY) benchmarks/tracer.py --out benchmarks/results/tracer.json
@@ -36,3 +36,6 @@ bench-tracer: plugin guest
 clean:
 	rm -rf build out
 	$(MAKE) -C qemu-plugin clean
+
+bench-models: plugin guest
+	$(PY) benchmarks/models.py --out benchmarks/results/models.json

@@ -1,0 +1,93 @@
+"""A single set-associative cache (e.g. an L1 on its own)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..stats import SingleCacheStats
+from . import validate
+from .config import CacheConfig
+from .kernels import _run_cache
+
+
+class Cache:
+    """One write-back, write-allocate set-associative cache whose state persists across runs.
+
+    Parameters
+    ----------
+    config : CacheConfig
+        Geometry and policy.
+    classes : int
+        Number of requester classes that statistics are kept for (``cls`` ids below it).
+    seed : int
+        Seed of the random policy's generator.
+
+    Examples
+    --------
+    >>> c = Cache(CacheConfig(size=1024, ways=2, line=64))
+    >>> c.run(np.array([0, 8, 64, 0], dtype=np.uint64)).tolist()
+    [0, 1, 0, 1]
+    """
+
+    def __init__(self, config: CacheConfig, classes: int = 2, seed: int = 1) -> None:
+        if not isinstance(config, CacheConfig):
+            raise TypeError(f"config must be a CacheConfig, got {type(config).__name__}")
+        if not isinstance(classes, int) or not 1 <= classes <= 65536:
+            raise ValueError(f"classes must be an integer in 1..65536, got {classes!r}")
+        if not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        self.config = config
+        self.classes = classes
+        n = config.sets * config.ways
+        self.tags = np.full(n, -1, dtype=np.int64)
+        self.dirty = np.zeros(n, dtype=np.uint8)
+        # xorshift must not start at 0
+        self._rng = np.array([seed * 2654435761 + 0x9E3779B97F4A7C15 & (2**64 - 1) or 1],
+                             dtype=np.uint64)
+        self._counts = np.zeros((classes, 2, 2), dtype=np.int64)
+        self._events = np.zeros(1, dtype=np.int64)
+
+    @property
+    def stats(self) -> SingleCacheStats:
+        """Cumulative counters (a snapshot)."""
+        return SingleCacheStats(self._counts.copy(), int(self._events[0]))
+
+    def run(self, addr, store=None, cls=None) -> np.ndarray:
+        """Access ``addr`` in order.
+
+        Parameters
+        ----------
+        addr : array of uint64
+            Byte addresses (the line is ``addr >> log2(line)``).
+        store : array of bool/uint8, optional
+            1 for a store (write-allocate, marks the line dirty); default all loads.
+        cls : array of int, optional
+            Requester class of each access (below ``classes``); default 0.
+
+        Returns
+        -------
+        numpy.ndarray of uint8
+            1 where the access hit.
+        """
+        addr, store, cls = validate.stream(addr, store, cls, self.classes, kinds=2)
+        hit = np.empty(len(addr), dtype=np.uint8)
+        cfg = self.config
+        _run_cache(self.tags, self.dirty, self._rng, cfg.sets - 1, cfg.ways, cfg.line_shift,
+                   cfg.policy_code, addr, store, cls, hit, self._counts, self._events)
+        return hit
+
+    def reset_stats(self) -> None:
+        """Zero the counters, keeping the contents."""
+        self._counts[:] = 0
+        self._events[:] = 0
+
+    def flush(self) -> None:
+        """Invalidate every line (dirty lines are dropped, not counted)."""
+        self.tags[:] = -1
+        self.dirty[:] = 0
+
+    def contains(self, addr: int) -> bool:
+        """Whether the line of byte address ``addr`` is cached."""
+        cfg = self.config
+        line = int(addr) >> cfg.line_shift
+        base = (line & (cfg.sets - 1)) * cfg.ways
+        return bool((self.tags[base:base + cfg.ways] == line).any())

@@ -1,0 +1,146 @@
+"""Per-core private L1i, L1d and L2 and a shared L3, with statistics per core and class."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..codes import NEVENTS, NKINDS, NLEVELS
+from ..stats import CacheStats
+from . import validate
+from .config import HierarchyConfig
+from .kernels import G_MASK, G_POLICY, G_WAYS, _run_hierarchy
+
+
+class Hierarchy:
+    """The cache hierarchy of a multicore, whose state persists across runs (epochs).
+
+    Each core has a private L1i, L1d and L2; all cores share the L3. Instruction fetches go to
+    the L1i, loads and stores to the L1d; a miss continues down and fills every level on its
+    way back. Running a thread's accesses on another core finds that core's caches as they are:
+    there is no per-thread state.
+
+    Parameters
+    ----------
+    config : HierarchyConfig
+        Levels, memory latency, core count, inclusion and coherence.
+    classes : int
+        Number of requester classes kept apart in the statistics (e.g. 2 for application and
+        OS, or the number of superFuncType ids).
+
+    Attributes
+    ----------
+    stats : CacheStats
+        Cumulative counters (a snapshot each time it is read); subtract two snapshots for the
+        delta of an epoch.
+    """
+
+    def __init__(self, config: HierarchyConfig | None = None, classes: int = 2) -> None:
+        config = HierarchyConfig() if config is None else config
+        if not isinstance(config, HierarchyConfig):
+            raise TypeError(f"config must be a HierarchyConfig, got {type(config).__name__}")
+        if not isinstance(classes, int) or not 1 <= classes <= 65536:
+            raise ValueError(f"classes must be an integer in 1..65536, got {classes!r}")
+        self.config = config
+        self.classes = classes
+        cores = config.cores
+        levels = config.levels
+        # Instances: level p (0 L1i, 1 L1d, 2 L2) of core c is p * cores + c; the L3 last.
+        sizes = [levels[p].sets * levels[p].ways for p in range(3) for _ in range(cores)]
+        sizes.append(levels[3].sets * levels[3].ways)
+        self._off = np.zeros(len(sizes), dtype=np.int64)
+        np.cumsum(sizes[:-1], out=self._off[1:])
+        total = int(sum(sizes))
+        self._geo = np.zeros((4, 3), dtype=np.int64)
+        for p, lv in enumerate(levels):
+            self._geo[p, G_MASK] = lv.sets - 1
+            self._geo[p, G_WAYS] = lv.ways
+            self._geo[p, G_POLICY] = lv.policy_code
+        self.tags = np.full(total, -1, dtype=np.int64)
+        self.dirty = np.zeros(total, dtype=np.uint8)
+        self._rng = np.array([config.seed * 2654435761 + 0x9E3779B97F4A7C15 & (2**64 - 1) or 1],
+                             dtype=np.uint64)
+        self._served = np.zeros((cores, classes, NKINDS, NLEVELS), dtype=np.int64)
+        self._events = np.zeros((cores, NEVENTS), dtype=np.int64)
+
+    @property
+    def cores(self) -> int:
+        return self.config.cores
+
+    @property
+    def stats(self) -> CacheStats:
+        return CacheStats(self._served.copy(), self._events.copy())
+
+    def run(self, core: int, addr, kind, cls=None) -> np.ndarray:
+        """Run accesses of ``core`` in order.
+
+        Parameters
+        ----------
+        core : int
+            Core index, ``0 <= core < config.cores``.
+        addr : array of uint64
+            Physical byte addresses (unknown addresses must be removed first).
+        kind : array of uint8
+            0 instruction fetch, 1 load, 2 store (see :mod:`pysched.models.codes`).
+        cls : array of int, optional
+            Requester class id of each access (below ``classes``); default 0.
+
+        Returns
+        -------
+        numpy.ndarray of uint8
+            The level that served each access: 0 L1, 1 L2, 2 L3, 3 memory.
+
+        Raises
+        ------
+        ValueError
+            On a core out of range, arrays of different lengths, or kind/class ids out of
+            range; the message names the argument.
+        """
+        if isinstance(core, bool) or not isinstance(core, (int, np.integer)) \
+                or not 0 <= core < self.cores:
+            raise ValueError(f"core must be an integer in 0..{self.cores - 1}, got {core!r}")
+        if kind is None:
+            raise ValueError("kind is required: 0 instruction fetch, 1 load, 2 store")
+        addr, kind, cls = validate.stream(addr, kind, cls, self.classes)
+        served = np.empty(len(addr), dtype=np.uint8)
+        cfg = self.config
+        _run_hierarchy(self.tags, self.dirty, self._off, self._geo, cfg.cores, cfg.inclusive,
+                       cfg.coherence, self._rng, cfg.l1i.line_shift, int(core), addr, kind,
+                       cls, served, self._served, self._events)
+        return served
+
+    def reset_stats(self) -> None:
+        """Zero the counters, keeping the cache contents."""
+        self._served[:] = 0
+        self._events[:] = 0
+
+    def flush(self, core: int | None = None) -> None:
+        """Invalidate the private caches of ``core`` (None: every cache, the L3 too).
+
+        Dirty lines are dropped without write-back counts (a cold start, not an eviction).
+        """
+        if core is None:
+            self.tags[:] = -1
+            self.dirty[:] = 0
+            return
+        if not 0 <= core < self.cores:
+            raise ValueError(f"core must be in 0..{self.cores - 1}, got {core!r}")
+        for p in range(3):
+            inst = p * self.cores + core
+            lo = int(self._off[inst])
+            hi = lo + self.config.levels[p].sets * self.config.levels[p].ways
+            self.tags[lo:hi] = -1
+            self.dirty[lo:hi] = 0
+
+    def _slice(self, level: int, core: int) -> slice:
+        inst = level * self.cores + core if level < 3 else 3 * self.cores
+        lo = int(self._off[inst])
+        lv = self.config.levels[level]
+        return slice(lo, lo + lv.sets * lv.ways)
+
+    def lines(self, level: str, core: int = 0) -> np.ndarray:
+        """Sorted valid line numbers held by ``level`` (``"l1i"``, ``"l1d"``, ``"l2"`` of
+        ``core``, or ``"l3"``)."""
+        names = ("l1i", "l1d", "l2", "l3")
+        if level not in names:
+            raise ValueError(f"level must be one of {names}, got {level!r}")
+        t = self.tags[self._slice(names.index(level), core)]
+        return np.sort(t[t >= 0])

@@ -1,0 +1,288 @@
+"""numba kernels of the cache models (nopython; arrays and scalars only).
+
+Cache state is two flat arrays over every way of every cache instance: ``tags`` (int64 line
+number, -1 when invalid) and ``dirty`` (uint8). A cache instance starts at ``off[inst]``; set
+``s`` of it at ``off[inst] + s * ways``. Within a set the ways are kept in the replacement
+policy's order (see :mod:`.policies.lru`), invalid ways last. The public classes :class:`~pysched.models.caches.cache.Cache` and
+:class:`~pysched.models.caches.hierarchy.Hierarchy` validate all arguments; these kernels do
+not check bounds.
+
+Write policy: write-back, write-allocate. A store that misses fetches the line like a load
+and marks it dirty. A dirty line evicted from a level is written to the next level: there a hit
+marks the line dirty without changing its replacement state (a write-back is not a use, as in
+ChampSim's LRU), a miss allocates the line dirty without fetching it (the whole line is
+written). Memory absorbs write-backs from the last level.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from . import policies
+from ..codes import (EV_BACKINV, EV_COH_INV, EV_COH_WB, EV_WB_L1D, EV_WB_L2, EV_WB_L3,
+                     EV_WBMISS_L2, EV_WBMISS_L3, IFETCH, STORE)
+
+# Rows of the hierarchy geometry table ``geo[level]`` = (set mask, ways, policy).
+G_MASK, G_WAYS, G_POLICY = 0, 1, 2
+
+
+# --- one cache level ----------------------------------------------------------------------
+
+@numba.njit(cache=True, inline="always")
+def _find(tags: np.ndarray, base: int, ways: int, line: int) -> int:
+    """Flat index of ``line`` in the set starting at ``base``, or -1."""
+    for i in range(base, base + ways):
+        if tags[i] == line:
+            return i
+    return -1
+
+
+@numba.njit(cache=True, inline="always")
+def _invalidate(tags: np.ndarray, dirty: np.ndarray, base: int, ways: int, line: int) -> int:
+    """Remove ``line`` from a set, keeping invalid ways last: -1 when absent, else its dirty
+    bit."""
+    i = _find(tags, base, ways, line)
+    if i < 0:
+        return -1
+    d = int(dirty[i])
+    last = base + ways - 1
+    for j in range(i, last):
+        tags[j] = tags[j + 1]
+        dirty[j] = dirty[j + 1]
+    tags[last] = -1
+    dirty[last] = 0
+    return d
+
+
+# --- a single cache over a stream ---------------------------------------------------------
+
+@numba.njit(cache=True, nogil=True)
+def _run_cache(tags: np.ndarray, dirty: np.ndarray, rng: np.ndarray, mask: int, ways: int,
+               shift: int, policy: int, addr: np.ndarray, store: np.ndarray, cls: np.ndarray,
+               hit_out: np.ndarray, counts: np.ndarray, events: np.ndarray) -> None:
+    """One set-associative write-back, write-allocate cache over ``addr``.
+
+    ``hit_out[n]`` gets 1 for a hit; ``counts[cls, store, hit]`` and ``events[0]`` (dirty
+    evictions) are incremented.
+    """
+    for n in range(addr.shape[0]):
+        line = np.int64(addr[n] >> np.uint64(shift))
+        base = (line & mask) * ways
+        st = store[n]
+        if tags[base] == line:
+            # Hit in the first way: no policy moves anything. With LRU this is the most
+            # recently used line, the common case; keeping it free of loops keeps it fast.
+            if st:
+                dirty[base] = 1
+            hit = 1
+        else:
+            i = _find(tags, base + 1, ways - 1, line)
+            if i >= 0:
+                if st:
+                    dirty[i] = 1
+                policies.on_hit(policy, tags, dirty, base, i)
+                hit = 1
+            else:
+                _single_miss(tags, dirty, rng, base, ways, policy, line, st, events)
+                hit = 0
+        hit_out[n] = hit
+        counts[cls[n], st, hit] += 1
+
+
+@numba.njit(cache=True)
+def _single_miss(tags: np.ndarray, dirty: np.ndarray, rng: np.ndarray, base: int, ways: int,
+                 policy: int, line: int, st: int, events: np.ndarray) -> None:
+    """Fill after a miss of a single cache; counts a dirty eviction."""
+    old, old_dirty = policies.fill(policy, tags, dirty, base, ways, line, st, rng)
+    if old >= 0 and old_dirty:
+        events[0] += 1
+
+
+# --- the hierarchy ------------------------------------------------------------------------
+
+@numba.njit(cache=True, inline="always")
+def _base(off: np.ndarray, geo: np.ndarray, cores: int, level: int, core: int,
+          line: int) -> int:
+    inst = level * cores + core if level < 3 else 3 * cores
+    return off[inst] + (line & geo[level, G_MASK]) * geo[level, G_WAYS]
+
+
+@numba.njit(cache=True)
+def _l3_evicted(tags, dirty, off, geo, cores, inclusive, c, victim, victim_dirty, events):
+    """Consequences of the L3 evicting ``victim``: back-invalidation and the memory write."""
+    if victim < 0:
+        return
+    d = victim_dirty
+    if inclusive:
+        for o in range(cores):
+            for p in range(3):
+                r = _invalidate(tags, dirty, _base(off, geo, cores, p, o, victim),
+                                geo[p, G_WAYS], victim)
+                if r >= 0:
+                    events[c, EV_BACKINV] += 1
+                    if r == 1:
+                        d = 1
+    if d:
+        events[c, EV_WB_L3] += 1
+
+
+@numba.njit(cache=True)
+def _l3_writeback(tags, dirty, off, geo, cores, inclusive, rng, c, line, events):
+    """A dirty ``line`` arrives at the L3."""
+    b = _base(off, geo, cores, 3, c, line)
+    i = _find(tags, b, geo[3, G_WAYS], line)
+    if i >= 0:
+        dirty[i] = 1
+        return
+    events[c, EV_WBMISS_L3] += 1
+    v, vd = policies.fill(geo[3, G_POLICY], tags, dirty, b, geo[3, G_WAYS], line, 1, rng)
+    _l3_evicted(tags, dirty, off, geo, cores, inclusive, c, v, vd, events)
+
+
+@numba.njit(cache=True)
+def _l2_evicted(tags, dirty, off, geo, cores, inclusive, rng, c, victim,
+                victim_dirty, events):
+    """Consequences of core ``c``'s L2 evicting ``victim``."""
+    if victim < 0:
+        return
+    d = victim_dirty
+    if inclusive:
+        for p in range(2):
+            r = _invalidate(tags, dirty, _base(off, geo, cores, p, c, victim),
+                            geo[p, G_WAYS], victim)
+            if r >= 0:
+                events[c, EV_BACKINV] += 1
+                if r == 1:
+                    d = 1
+    if d:
+        events[c, EV_WB_L2] += 1
+        _l3_writeback(tags, dirty, off, geo, cores, inclusive, rng, c, victim,
+                      events)
+
+
+@numba.njit(cache=True)
+def _l2_writeback(tags, dirty, off, geo, cores, inclusive, rng, c, line, events):
+    """A dirty ``line`` evicted from core ``c``'s L1d arrives at its L2."""
+    b = _base(off, geo, cores, 2, c, line)
+    i = _find(tags, b, geo[2, G_WAYS], line)
+    if i >= 0:
+        dirty[i] = 1
+        return
+    events[c, EV_WBMISS_L2] += 1
+    v, vd = policies.fill(geo[2, G_POLICY], tags, dirty, b, geo[2, G_WAYS], line, 1, rng)
+    _l2_evicted(tags, dirty, off, geo, cores, inclusive, rng, c, v, vd, events)
+
+
+@numba.njit(cache=True)
+def _clean_remote(tags, dirty, off, geo, cores, inclusive, rng, c, line, events):
+    """Coherence on a private miss: other cores' dirty copies are written back to the L3
+    and kept clean (M -> S)."""
+    for o in range(cores):
+        if o == c:
+            continue
+        for p in (1, 2):
+            i = _find(tags, _base(off, geo, cores, p, o, line), geo[p, G_WAYS], line)
+            if i >= 0 and dirty[i]:
+                dirty[i] = 0
+                events[c, EV_COH_WB] += 1
+                _l3_writeback(tags, dirty, off, geo, cores, inclusive, rng, c,
+                              line, events)
+
+
+@numba.njit(cache=True)
+def _invalidate_remote(tags, dirty, off, geo, cores, inclusive, rng, c, line,
+                       events):
+    """Coherence on a store: other cores' copies are invalidated (S -> I, M -> I with a
+    write-back to the L3)."""
+    for o in range(cores):
+        if o == c:
+            continue
+        for p in range(3):
+            r = _invalidate(tags, dirty, _base(off, geo, cores, p, o, line), geo[p, G_WAYS],
+                            line)
+            if r >= 0:
+                events[c, EV_COH_INV] += 1
+                if r == 1:
+                    events[c, EV_COH_WB] += 1
+                    _l3_writeback(tags, dirty, off, geo, cores, inclusive, rng, c,
+                                  line, events)
+
+
+@numba.njit(cache=True)
+def _miss(tags, dirty, off, geo, cores, inclusive, coherence, rng, c, line, st, p1, b1, w1,
+          events):
+    """An L1 miss of core ``c``: look up the L2 and L3, fill on the way back; return the level
+    that served it."""
+    b2 = _base(off, geo, cores, 2, c, line)
+    w2 = geo[2, G_WAYS]
+    j = _find(tags, b2, w2, line)
+    if j >= 0:
+        policies.on_hit(geo[2, G_POLICY], tags, dirty, b2, j)
+        s = 1
+    else:
+        b3 = _base(off, geo, cores, 3, c, line)
+        w3 = geo[3, G_WAYS]
+        j3 = _find(tags, b3, w3, line)
+        if j3 >= 0:
+            policies.on_hit(geo[3, G_POLICY], tags, dirty, b3, j3)
+            s = 2
+        else:
+            s = 3
+            v, vd = policies.fill(geo[3, G_POLICY], tags, dirty, b3, w3, line, 0, rng)
+            _l3_evicted(tags, dirty, off, geo, cores, inclusive, c, v, vd, events)
+        if coherence and not st:
+            _clean_remote(tags, dirty, off, geo, cores, inclusive, rng, c, line, events)
+        v, vd = policies.fill(geo[2, G_POLICY], tags, dirty, b2, w2, line, 0, rng)
+        _l2_evicted(tags, dirty, off, geo, cores, inclusive, rng, c, v, vd, events)
+    v, vd = policies.fill(geo[p1, G_POLICY], tags, dirty, b1, w1, line, st, rng)
+    if v >= 0 and vd:
+        events[c, EV_WB_L1D] += 1
+        _l2_writeback(tags, dirty, off, geo, cores, inclusive, rng, c, v, events)
+    return s
+
+
+@numba.njit(cache=True, nogil=True)
+def _run_hierarchy(tags: np.ndarray, dirty: np.ndarray, off: np.ndarray, geo: np.ndarray,
+                   cores: int, inclusive: bool, coherence: bool, rng: np.ndarray, shift: int,
+                   core: int, addr: np.ndarray, kind: np.ndarray, cls: np.ndarray,
+                   served_out: np.ndarray, served: np.ndarray, events: np.ndarray) -> None:
+    """Run core ``core``'s accesses through its L1i/L1d and L2 and the shared L3.
+
+    ``served_out[n]`` gets the level that served access ``n`` (0 L1 .. 3 memory);
+    ``served[core, cls, kind, level]`` and ``events[core, e]`` are incremented.
+    """
+    c = core
+    # The L1 hit path is most accesses: keep its geometry in locals.
+    o1 = (off[c], off[cores + c])
+    m1 = (geo[0, G_MASK], geo[1, G_MASK])
+    w1s = (geo[0, G_WAYS], geo[1, G_WAYS])
+    pol1 = (geo[0, G_POLICY], geo[1, G_POLICY])
+    for n in range(addr.shape[0]):
+        line = np.int64(addr[n] >> np.uint64(shift))
+        k = np.int64(kind[n])
+        st = 1 if k == STORE else 0
+        p1 = 0 if k == IFETCH else 1
+        w1 = w1s[p1]
+        b1 = o1[p1] + (line & m1[p1]) * w1
+        was_dirty = 0
+        if tags[b1] == line:
+            # First-way hit (the MRU line under LRU): the common case, kept free of loops.
+            if st:
+                was_dirty = int(dirty[b1])
+                dirty[b1] = 1
+            s = 0
+        else:
+            i = _find(tags, b1 + 1, w1 - 1, line)
+            if i >= 0:
+                if st:
+                    was_dirty = int(dirty[i])
+                    dirty[i] = 1
+                policies.on_hit(pol1[p1], tags, dirty, b1, i)
+                s = 0
+            else:
+                s = _miss(tags, dirty, off, geo, cores, inclusive, coherence, rng, c, line, st,
+                          p1, b1, w1, events)
+        if st and coherence and not was_dirty:
+            _invalidate_remote(tags, dirty, off, geo, cores, inclusive, rng, c, line, events)
+        served_out[n] = s
+        served[c, cls[n], k, s] += 1

@@ -1,0 +1,310 @@
+"""Cache kernels against slow twins, analytic cases, pycachesim, and bad input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from models_twins import SlowHierarchy, slow_single
+from pysched.models import ConfigError
+from pysched.models.caches import Cache, CacheConfig, Hierarchy, HierarchyConfig
+from pysched.models.codes import EVENT_NAMES, IFETCH, LOAD, STORE
+from pysched.models.stats import CacheStats
+
+LINE = 64
+
+
+def small_hier(policy="lru", cores=1, inclusive=False, coherence=False, seed=1):
+    return HierarchyConfig(l1i=CacheConfig(256, 2, LINE, 3, policy),
+                           l1d=CacheConfig(256, 2, LINE, 3, policy),
+                           l2=CacheConfig(1024, 4, LINE, 8, policy),
+                           l3=CacheConfig(2048, 4, LINE, 18, policy),
+                           cores=cores, inclusive=inclusive, coherence=coherence, seed=seed)
+
+
+def local_stream(rng, n, lines=96, kinds=True):
+    """Addresses with locality over ``lines`` lines, random kinds."""
+    walk = np.cumsum(rng.integers(-3, 4, n)) % lines
+    jump = rng.random(n) < 0.1
+    walk[jump] = rng.integers(0, lines, jump.sum())
+    addr = (walk * LINE + rng.integers(0, LINE, n)).astype(np.uint64)
+    kind = rng.integers(0, 3, n).astype(np.uint8) if kinds else np.full(n, LOAD, np.uint8)
+    return addr, kind
+
+
+# --- single cache vs twin -----------------------------------------------------------------
+
+@pytest.mark.parametrize("policy", ["lru", "fifo", "random"])
+def test_single_cache_hand_made(policy):
+    # 2 sets x 2 ways of 64 B; lines 0, 2, 4 map to set 0
+    cfg = CacheConfig(256, 2, LINE, 1, policy)
+    addr = np.array([0, 128, 0, 256, 128, 0, 64, 64], dtype=np.uint64) 
+    store = np.array([1, 0, 0, 0, 0, 0, 1, 0], dtype=np.uint8)
+    c = Cache(cfg)
+    hits = c.run(addr, store)
+    want, wb, _ = slow_single(addr, store, 2, 2, LINE, policy)
+    assert hits.tolist() == want
+    assert c.stats.writebacks == wb
+    if policy == "lru":
+        # 0 m, 128 m, 0 h, 256 m (evicts 128), 128 m (evicts 0 dirty), 0 m, 64 m, 64 h
+        assert want == [0, 0, 1, 0, 0, 0, 0, 1]
+        assert wb == 1
+    if policy == "fifo":
+        # 256 evicts 0 (first in, dirty), 128 hits, 0 misses (evicts 128)
+        assert want == [0, 0, 1, 0, 1, 0, 0, 1]
+        assert wb == 1
+
+
+@pytest.mark.parametrize("policy", ["lru", "fifo", "random"])
+@pytest.mark.parametrize("geometry", [(256, 2), (512, 1), (512, 8), (4096, 4)])
+def test_single_cache_random_streams(policy, geometry):
+    rng = np.random.default_rng(7)
+    size, ways = geometry
+    addr, kind = local_stream(rng, 4000, lines=200)
+    store = (kind == STORE).astype(np.uint8)
+    cls = rng.integers(0, 3, len(addr))
+    c = Cache(CacheConfig(size, ways, LINE, 1, policy), classes=3, seed=5)
+    # two calls: state persists across runs
+    h1 = c.run(addr[:1500], store[:1500], cls[:1500])
+    h2 = c.run(addr[1500:], store[1500:], cls[1500:])
+    want, wb, twin = slow_single(addr, store, size // (ways * LINE), ways, LINE, policy, seed=5)
+    assert np.concatenate([h1, h2]).tolist() == want
+    s = c.stats
+    assert s.writebacks == wb
+    assert s.hits() == sum(want) and s.accesses() == len(addr)
+    for q in range(3):
+        sel = cls == q
+        assert s.hits(q) == int(np.asarray(want)[sel].sum())
+    assert sorted(c.tags[c.tags >= 0].tolist()) == twin.lines()
+
+
+@given(st.lists(st.tuples(st.integers(0, 40), st.booleans()), max_size=200),
+       st.sampled_from(["lru", "fifo", "random"]))
+@settings(max_examples=60, deadline=None)
+def test_single_cache_hypothesis(ops, policy):
+    addr = np.array([a * 32 for a, _ in ops], dtype=np.uint64)
+    store = np.array([s for _, s in ops], dtype=np.uint8)
+    c = Cache(CacheConfig(256, 2, LINE, 1, policy))
+    hits = c.run(addr, store)
+    want, wb, _ = slow_single(addr, store, 2, 2, LINE, policy)
+    assert hits.tolist() == want
+    assert c.stats.writebacks == wb
+
+
+# --- hierarchy vs twin --------------------------------------------------------------------
+
+def compare_hierarchy(cfg, streams, classes=2):
+    """streams: list of (core, addr, kind, cls) run in order on both models."""
+    h = Hierarchy(cfg, classes=classes)
+    twin = SlowHierarchy(cfg, classes)
+    for core, addr, kind, cls in streams:
+        got = h.run(core, addr, kind, cls)
+        want = twin.run(core, addr, kind, cls)
+        assert got.tolist() == want
+    assert h.stats.served.tolist() == twin.served
+    assert h.stats.events.tolist() == twin.events
+    for c in range(cfg.cores):
+        for name, i in (("l1i", 0), ("l1d", 1), ("l2", 2)):
+            assert h.lines(name, c).tolist() == twin.priv[c][i].lines(), (name, c)
+    assert h.lines("l3").tolist() == twin.l3.lines()
+    return h
+
+
+def test_hierarchy_hand_made():
+    cfg = small_hier()
+    # fetch line 0 (memory), load line 0 (L1d miss, L2 hit), store line 1 (memory), load line 0
+    addr = np.array([0, 8, 64, 0], dtype=np.uint64)
+    kind = np.array([IFETCH, LOAD, STORE, LOAD], dtype=np.uint8)
+    h = compare_hierarchy(cfg, [(0, addr, kind, np.zeros(4, np.uint8))])
+    assert h.stats.served[0, 0].tolist() == [[0, 0, 0, 1], [1, 1, 0, 0], [0, 0, 0, 1]]
+
+
+@pytest.mark.parametrize("policy", ["lru", "fifo", "random"])
+@pytest.mark.parametrize("inclusive", [False, True])
+@pytest.mark.parametrize("coherence", [False, True])
+def test_hierarchy_random_streams(policy, inclusive, coherence):
+    rng = np.random.default_rng(11)
+    cfg = small_hier(policy, cores=2, inclusive=inclusive, coherence=coherence, seed=3)
+    streams = []
+    for epoch in range(6):
+        core = epoch % 2
+        addr, kind = local_stream(rng, 1500, lines=160)
+        cls = rng.integers(0, 3, len(addr)).astype(np.uint8)
+        streams.append((core, addr, kind, cls))
+    h = compare_hierarchy(cfg, streams, classes=3)
+    ev = h.stats.events.sum(axis=0)
+    # the streams are built to exercise every path of the configuration
+    assert ev[EVENT_NAMES.index("wb_l1d")] > 0 and ev[EVENT_NAMES.index("wb_l2")] > 0
+    if inclusive:
+        assert ev[EVENT_NAMES.index("back_invalidations")] > 0
+    if coherence:
+        assert ev[EVENT_NAMES.index("coherence_invalidations")] > 0
+        assert ev[EVENT_NAMES.index("coherence_writebacks")] > 0
+    else:
+        assert ev[EVENT_NAMES.index("coherence_invalidations")] == 0
+
+
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 60), st.integers(0, 2)),
+                max_size=150),
+       st.booleans(), st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_hierarchy_hypothesis(ops, inclusive, coherence):
+    cfg = small_hier("lru", cores=2, inclusive=inclusive, coherence=coherence)
+    h = Hierarchy(cfg)
+    twin = SlowHierarchy(cfg, 2)
+    for core, line, kind in ops:
+        a = np.array([line * LINE], dtype=np.uint64)
+        k = np.array([kind], dtype=np.uint8)
+        assert h.run(core, a, k).tolist() == twin.run(core, a, k, [0])
+    assert h.stats.events.tolist() == twin.events
+
+
+def test_inclusion_holds():
+    rng = np.random.default_rng(2)
+    cfg = small_hier(cores=2, inclusive=True, coherence=True)
+    h = Hierarchy(cfg)
+    for epoch in range(8):
+        addr, kind = local_stream(rng, 800, lines=300)
+        h.run(epoch % 2, addr, kind)
+        l3 = set(h.lines("l3").tolist())
+        for c in range(2):
+            l2 = set(h.lines("l2", c).tolist())
+            assert set(h.lines("l1i", c).tolist()) <= l2
+            assert set(h.lines("l1d", c).tolist()) <= l2
+            assert l2 <= l3
+
+
+def test_coherence_invalidates_other_core():
+    cfg = small_hier(cores=2, coherence=True)
+    h = Hierarchy(cfg)
+    a = np.array([640], dtype=np.uint64)
+    h.run(1, a, np.array([LOAD], np.uint8))
+    assert h.lines("l1d", 1).tolist() == [10]
+    h.run(0, a, np.array([STORE], np.uint8))
+    assert h.lines("l1d", 1).tolist() == [] and h.lines("l2", 1).tolist() == []
+    # core 1 reads it again: a private miss that cleans core 0's dirty copy (to the L3)
+    assert h.run(1, a, np.array([LOAD], np.uint8)).tolist() == [2]
+    assert h.stats.event("coherence_writebacks") == 1
+    assert h.stats.event("coherence_invalidations") == 2  # core 1's L1d and L2
+
+
+def test_state_persists_and_migration_finds_caches_as_they_are():
+    cfg = small_hier(cores=2)
+    h = Hierarchy(cfg)
+    addr = np.arange(4, dtype=np.uint64) * LINE
+    kind = np.full(4, LOAD, np.uint8)
+    assert h.run(0, addr, kind).tolist() == [3, 3, 3, 3]
+    assert h.run(0, addr, kind).tolist() == [0, 0, 0, 0]     # warm on core 0
+    assert h.run(1, addr, kind).tolist() == [2, 2, 2, 2]     # core 1: cold privates, L3 hits
+    h.flush(1)
+    assert h.run(1, addr, kind).tolist() == [2, 2, 2, 2]
+    h.flush()
+    assert h.run(0, addr, kind).tolist() == [3, 3, 3, 3]
+
+
+# --- analytic cases -----------------------------------------------------------------------
+
+def test_loop_that_fits_has_compulsory_misses_only():
+    cfg = CacheConfig(32 * 1024, 4, LINE, 3)
+    lines = 32 * 1024 // LINE
+    addr = np.tile(np.arange(lines, dtype=np.uint64) * LINE, 10)
+    c = Cache(cfg)
+    c.run(addr)
+    assert c.stats.misses() == lines
+    assert c.stats.hits() == 9 * lines
+
+
+def test_one_line_more_than_a_set_always_misses():
+    cfg = CacheConfig(32 * 1024, 4, LINE, 3)
+    stride = cfg.sets * LINE                      # every address maps to set 0
+    addr = np.tile(np.arange(cfg.ways + 1, dtype=np.uint64) * stride, 50)
+    for policy in ("lru", "fifo"):
+        c = Cache(CacheConfig(32 * 1024, 4, LINE, 3, policy))
+        assert c.run(addr).sum() == 0
+    h = Hierarchy(HierarchyConfig())
+    # an L2/L3 set absorbs the 5 lines: after the first round every load is served by L2
+    served = h.run(0, addr, np.full(len(addr), LOAD, np.uint8))
+    assert (served[5:] == 1).all()
+
+
+def test_table2_defaults():
+    cfg = HierarchyConfig()
+    assert (cfg.l1i.size, cfg.l1i.ways, cfg.l1i.latency) == (32768, 4, 3)
+    assert (cfg.l1d.size, cfg.l1d.ways, cfg.l1d.latency) == (32768, 4, 3)
+    assert (cfg.l2.size, cfg.l2.ways, cfg.l2.latency) == (262144, 4, 8)
+    assert (cfg.l3.size, cfg.l3.ways, cfg.l3.latency) == (8 << 20, 8, 18)
+    assert cfg.memory_latency == 200
+
+
+# --- statistics records -------------------------------------------------------------------
+
+def test_stats_subtract_to_epoch_deltas():
+    rng = np.random.default_rng(3)
+    cfg = small_hier(cores=2)
+    h = Hierarchy(cfg, classes=3)
+    epochs = [(e % 2, *local_stream(rng, 500, lines=120), rng.integers(0, 3, 500))
+              for e in range(4)]
+    snaps = [h.stats]
+    for core, addr, kind, cls in epochs:
+        h.run(core, addr, kind, cls)
+        snaps.append(h.stats)
+    total = CacheStats.zeros(2, 3)
+    for e, (core, addr, kind, cls) in enumerate(epochs):
+        delta = snaps[e + 1] - snaps[e]
+        assert delta.served.sum() == len(addr)
+        assert delta.served[1 - core].sum() == 0
+        for k in range(3):
+            assert delta.served[core, :, k].sum() == (kind == k).sum()
+        total = total + delta
+    assert total == snaps[-1]
+    grouped = snaps[-1].group_classes([[0], [1, 2]])
+    assert grouped.served.shape[1] == 2
+    assert grouped.served.sum() == snaps[-1].served.sum()
+    s = snaps[-1]
+    assert s.hits(0, (IFETCH,)) + s.misses(0, (IFETCH,)) == s.accesses(0, (IFETCH,))
+    assert 0 <= s.icache_hit_rate(cls=[1, 2]) <= 1
+
+
+# --- bad input ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs,word", [
+    ({"size": 3000}, "size"),
+    ({"line": 48}, "line"),
+    ({"size": 3 * 4 * 64 * 16}, "power of two"),
+    ({"ways": 0}, "ways"),
+    ({"latency": -1}, "latency"),
+    ({"policy": "plru"}, "policy"),
+    ({"size": -64}, "size"),
+])
+def test_bad_geometry_names_the_parameter(kwargs, word):
+    with pytest.raises(ConfigError, match=word):
+        CacheConfig(**kwargs)
+
+
+def test_bad_hierarchy_names_the_parameter():
+    with pytest.raises(ConfigError, match="memory_latency"):
+        HierarchyConfig(memory_latency=-5)
+    with pytest.raises(ConfigError, match="l2.line"):
+        HierarchyConfig(l2=CacheConfig(262144, 4, 128, 8))
+    with pytest.raises(ConfigError, match="cores"):
+        HierarchyConfig(cores=0)
+
+
+def test_bad_run_arguments():
+    h = Hierarchy(small_hier(cores=2), classes=2)
+    a = np.zeros(3, dtype=np.uint64)
+    with pytest.raises(ValueError, match="core"):
+        h.run(2, a, np.zeros(3, np.uint8))
+    with pytest.raises(ValueError, match="kind"):
+        h.run(0, a, np.array([0, 1, 3]))
+    with pytest.raises(ValueError, match="kind has 2"):
+        h.run(0, a, np.zeros(2, np.uint8))
+    with pytest.raises(ValueError, match="cls"):
+        h.run(0, a, np.zeros(3, np.uint8), np.array([0, 2, 0]))
+    with pytest.raises(ValueError, match="addr"):
+        h.run(0, np.array([-1, 0, 0]), np.zeros(3, np.uint8))
+    with pytest.raises(ValueError, match="kind is required"):
+        h.run(0, a, None)
+    with pytest.raises(TypeError, match="addr"):
+        Cache(CacheConfig()).run(np.array([0.5]))
