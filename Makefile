@@ -1,11 +1,22 @@
 # pysched: full-system traces of Linux guests for OS-scheduler studies.
 #   make run    set everything up, then trace the demo workload and check the trace
 #   make test   set everything up, then run the test suite (what CI runs)
+#   make trace WORKLOAD=find [TRACE_OUT=out/find] [TRACE_ARGS="--roi-insns 150M"]
+#               trace one workload of the suite on the Debian guest (`pysched trace --list`)
+#   make data   regenerate the shipped sample traces in data/ (a few minutes)
 PY      := .venv/bin/python
 PYSCHED := .venv/bin/pysched
 RUN_OUT ?= out/demo
+WORKLOAD ?=
+TRACE_OUT ?= out/$(WORKLOAD)
+TRACE_ARGS ?=
+# The shipped traces: each vCPU at least 20 epochs of 6 M instructions (125 M > 120 M), exec
+# parts re-encoded at zstd 19 to stay under 25 MB a trace.
+DATA_WORKLOADS := find apache filesrv dss
+DATA_ARGS := --vcpus 2 --roi-insns 125M --compact 19
 
-.PHONY: setup plugin guest run test test-all bench bench-tracer clean bench-models
+.PHONY: setup plugin guest run test test-all bench bench-tracer clean bench-models trace data \
+	bench-analysis
 
 setup:
 	bash scripts/setup.sh
@@ -15,10 +26,26 @@ plugin: setup
 
 guest: setup
 	$(MAKE) -C guest busybox-guest
+	$(MAKE) -C guest/debian debian-guest
+
+trace: plugin guest
+	@test -n "$(WORKLOAD)" || { echo "usage: make trace WORKLOAD=<name>; workloads:"; \
+	    $(PYSCHED) trace --list | grep -v '^ '; exit 2; }
+	rm -rf "$(TRACE_OUT)"
+	$(PYSCHED) trace $(WORKLOAD) --out $(TRACE_OUT) $(TRACE_ARGS)
+	$(PYSCHED) check $(TRACE_OUT)
+
+data: plugin guest
+	@set -e; for w in $(DATA_WORKLOADS); do \
+	  rm -rf data/$$w; \
+	  $(PYSCHED) trace $$w --out data/$$w $(DATA_ARGS); \
+	  $(PYSCHED) check data/$$w > /dev/null; \
+	  du -sh data/$$w; \
+	done
 
 run: plugin guest
 	rm -rf $(RUN_OUT)
-	$(PYSCHED) trace --out $(RUN_OUT) --vcpus 2 \
+	$(PYSCHED) trace --guest busybox --out $(RUN_OUT) --vcpus 2 \
 	    --cmd "sysloop 1000; spin 20 & spin 20 & wait; ls -R /proc/sys > /dev/null"
 	$(PYSCHED) check $(RUN_OUT)
 
@@ -28,7 +55,7 @@ test: plugin guest
 test-all: plugin guest
 	$(PY) -m pytest -q
 
-bench: bench-tracer bench-models
+bench: bench-tracer bench-models bench-analysis
 
 bench-tracer: plugin guest
 	$(PY) benchmarks/tracer.py --out benchmarks/results/tracer.json
@@ -39,3 +66,8 @@ clean:
 
 bench-models: plugin guest
 	$(PY) benchmarks/models.py --out benchmarks/results/models.json
+
+# SuperFunction segmentation + page heatmaps: instructions/s and peak memory on the largest
+# shipped trace and a >= 1 G-instruction trace (recorded under /tmp when missing).
+bench-analysis: plugin guest
+	$(PY) benchmarks/analysis.py --out benchmarks/results/analysis.json

@@ -37,6 +37,8 @@ fi
 # --- apt packages ------------------------------------------------------------------------------
 pkgs="build-essential pkg-config libglib2.0-dev busybox-static cpio xz-utils zstd dpkg-dev
       python3-venv python3-dev kmod"
+# The Debian guest image (debootstrap, mke2fs -d) and the workloads' host-side peers (scp, ab).
+pkgs="$pkgs debootstrap e2fsprogs openssh-client apache2-utils"
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

@@ -38,7 +38,7 @@ def pysched(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 def traced(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("trace") / "t"
     cmd = f"sysloop {SYSLOOP_N}; int80 {INT80_N}; spin 20 & spin 20 & wait"
-    r = pysched("trace", "--cmd", cmd, "--out", str(out), "--vcpus", "2")
+    r = pysched("trace", "--guest", "busybox", "--cmd", cmd, "--out", str(out), "--vcpus", "2")
     assert r.returncode == 0, r.stderr
     return out
 
@@ -220,7 +220,8 @@ def test_sigkill_keeps_completed_parts(tmp_path: Path) -> None:
 
 def test_whole_run_mode_records_the_boot(tmp_path: Path) -> None:
     out = tmp_path / "all"
-    r = pysched("trace", "--roi", "all", "--cmd", "true", "--out", str(out), "--vcpus", "2")
+    r = pysched("trace", "--guest", "busybox", "--roi", "all", "--cmd", "true", "--out", str(out),
+                "--vcpus", "2")
     assert r.returncode == 0, r.stderr
     info = json.loads((out / "plugin.json").read_text())
     assert info["final"] and info["options"]["roi"] == "all"

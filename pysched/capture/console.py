@@ -217,3 +217,42 @@ def tail_lines(text: str, n: int = 40) -> str:
     # Terminal escape sequences (the firmware clears the screen) would garble a terminal.
     lines = _ANSI_RE.sub("", text).rstrip("\n").split("\n")
     return "\n".join(lines[-n:])
+
+
+def guest_messages(text: str) -> str:
+    """What the guest printed from ``=== PYSCHED BEGIN ===`` on, without the ``/proc``
+    snapshots: the command's or workload's own messages, for error reports.
+
+    Parameters
+    ----------
+    text : str
+        The console text (``\\n`` line ends).
+
+    Returns
+    -------
+    str
+        The remaining lines (the whole text when the begin marker is missing).
+    """
+    start = text.find(BEGIN_MARK)
+    body = text[start + len(BEGIN_MARK):] if start >= 0 else text
+    lines = body.split("\n")
+    kept: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = _HEADER_RE.match(lines[i].strip())
+        if not m:
+            kept.append(lines[i])
+            i += 1
+            continue
+        # Skip the snapshot as proc_sections delimits it.
+        i += 1
+        while i < len(lines) and not lines[i].startswith("=== "):
+            if m.group(1) == "/proc/stat":
+                if not _STAT_LINE_RE.match(lines[i]):
+                    break
+                i += 1
+                if lines[i - 1].startswith("softirq"):
+                    break
+                continue
+            i += 1
+    return "\n".join(kept).strip("\n") + "\n"

@@ -7,6 +7,7 @@ mapping and reads per-CPU data through the kernel's GS base).
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import signal
@@ -14,7 +15,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Mapping, Sequence
 
 from pysched.capture.guest import REPO_ROOT
 
@@ -33,6 +34,7 @@ MAX_RAM_MIB = 2048
 # tables, before it is killed.
 _TERM_GRACE_SECONDS = 15.0
 _BOOT_POLL_SECONDS = 0.5
+_RENICE_WAIT_SECONDS = 5.0
 
 
 def default_plugin_path() -> Path:
@@ -123,6 +125,61 @@ def plugin_options(
     return ",".join(opts)
 
 
+def _no_comma(what: str, p: Path) -> str:
+    if "," in str(p):
+        raise ValueError(f"{what} path {str(p)!r} contains a comma, which QEMU's options cannot take")
+    return str(p)
+
+
+def debian_devices(
+    disk: Path,
+    hostfwd: Sequence[tuple[int, int]] = (),
+    symbols: Path | None = None,
+    control: Path | None = None,
+) -> list[str]:
+    """The Debian guest's devices: its disk, its NIC and three serial ports.
+
+    Parameters
+    ----------
+    disk : Path
+        The root file system image, attached as a virtio disk with ``snapshot=on``: the run's
+        writes go to a temporary overlay (in ``$TMPDIR``) and the image stays as built.
+    hostfwd : sequence of (host_port, guest_port)
+        TCP ports of 127.0.0.1 forwarded to the guest. The NIC is a virtio-net on QEMU user
+        networking with ``restrict=on``: the guest reaches nothing outside, and only the host's
+        own 127.0.0.1 reaches it.
+    symbols : Path, optional
+        File that receives what the guest writes to its second serial port (ttyS1): the loaded
+        modules' symbols. Without it the port goes nowhere (``null``).
+    control : Path, optional
+        Unix socket (QEMU listens) on the guest's third serial port (ttyS2), on which the host
+        tells the guest to end its region of interest.
+
+    Returns
+    -------
+    list of str
+        Arguments to add to :func:`qemu_argv`'s command line; ttyS0 (the console) stays on
+        QEMU's stdio.
+
+    Raises
+    ------
+    ValueError
+        When a path holds a comma.
+    """
+    net = "user,id=n0,restrict=on" + "".join(
+        f",hostfwd=tcp:127.0.0.1:{h}-:{g}" for h, g in hostfwd)
+    return [
+        "-drive", f"file={_no_comma('disk', disk)},if=virtio,format=raw,snapshot=on",
+        "-netdev", net,
+        # romfile= (empty): no iPXE option ROM, the guest boots from -kernel.
+        "-device", "virtio-net-pci,netdev=n0,romfile=",
+        "-serial", "mon:stdio",
+        "-serial", f"file:{_no_comma('symbols', symbols)}" if symbols else "null",
+        "-serial", (f"unix:{_no_comma('control socket', control)},server=on,wait=off"
+                    if control else "null"),
+    ]  # fmt: skip
+
+
 def qemu_argv(
     kernel: Path,
     initrd: Path,
@@ -131,6 +188,7 @@ def qemu_argv(
     plugin: Path | None = None,
     options: str | None = None,
     qemu: str = QEMU,
+    devices: Sequence[str] = (),
 ) -> list[str]:
     """The full QEMU command line.
 
@@ -148,6 +206,8 @@ def qemu_argv(
         The plugin's options (see :func:`plugin_options`).
     qemu : str
         The QEMU executable.
+    devices : sequence of str
+        More arguments (e.g. :func:`debian_devices`).
 
     Returns
     -------
@@ -156,6 +216,8 @@ def qemu_argv(
     """
     argv = [
         qemu,
+        # debug-threads names the vCPU threads "CPU n/TCG", so that run_qemu can find them.
+        "-name", "pysched,debug-threads=on",
         "-M", "q35",
         "-m", f"{ram_mib}M",
         "-smp", str(vcpus),
@@ -166,6 +228,7 @@ def qemu_argv(
         "-initrd", str(initrd),
         "-append", KERNEL_APPEND,
     ]  # fmt: skip
+    argv += list(devices)
     if plugin is not None:
         argv += ["-plugin", f"{plugin},{options}" if options else str(plugin)]
     return argv
@@ -242,6 +305,42 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
+#: Niceness given to QEMU's vCPU threads: on a host with as many cores as vCPUs they would
+#: otherwise starve the plugin's writer thread (which then lags behind the guest by seconds,
+#: and --roi-insns with it) and QEMU's I/O thread (user networking, the peers' traffic).
+VCPU_NICE = 10
+
+
+def renice_vcpu_threads(pid: int, nice: int = VCPU_NICE) -> int:
+    """Lower the priority of QEMU's vCPU threads (named ``CPU n/TCG``).
+
+    Parameters
+    ----------
+    pid : int
+        QEMU's process id.
+    nice : int
+        The niceness to set (raising it needs no privilege).
+
+    Returns
+    -------
+    int
+        How many threads were changed (0 when none is there yet, or QEMU is gone).
+    """
+    changed = 0
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return 0
+    for t in tasks:
+        try:
+            if (t / "comm").read_text().startswith("CPU "):
+                os.setpriority(os.PRIO_PROCESS, int(t.name), nice)
+                changed += 1
+        except (OSError, ValueError):
+            continue
+    return changed
+
+
 def _console_has(console: Path, marker: bytes) -> bool:
     try:
         return marker in console.read_bytes()
@@ -256,6 +355,9 @@ def run_qemu(
     timeout: float,
     boot_marker: bytes | None = None,
     boot_timeout: float | None = None,
+    poll: Callable[[float], None] | None = None,
+    env: Mapping[str, str] | None = None,
+    vcpus: int = 0,
 ) -> QemuResult:
     """Run QEMU with its stdout (the serial console) going to a file.
 
@@ -275,6 +377,14 @@ def run_qemu(
     boot_timeout : float, optional
         With ``boot_marker``: stop QEMU the same way when the marker has not appeared after
         this many seconds (the result then has ``boot_hung``), so that a caller can retry.
+    poll : callable, optional
+        Called with the seconds elapsed about twice a second while QEMU runs (host-side peers
+        and the ROI watcher use it). An exception it raises stops QEMU and propagates.
+    env : mapping, optional
+        QEMU's environment (default: ours).
+    vcpus : int
+        The number of vCPU threads to renice (:func:`renice_vcpu_threads`) once QEMU has
+        created them; 0 leaves them alone.
 
     Returns
     -------
@@ -288,20 +398,31 @@ def run_qemu(
     # QEMU neither reads the terminal nor puts it in raw mode.
     with open(console, "wb") as out, open(stderr_log, "wb") as err:
         proc = subprocess.Popen(
-            list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
+            list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
+            env=dict(env) if env is not None else None,
         )
+        # The vCPU threads exist once the machine is set up, a moment after start.
+        reniced = 0
+        while vcpus and reniced < vcpus and proc.poll() is None \
+                and time.monotonic() - start < _RENICE_WAIT_SECONDS:
+            time.sleep(0.02)
+            reniced = renice_vcpu_threads(proc.pid)
         try:
             while True:
                 remaining = timeout - (time.monotonic() - start)
                 # Until the banner shows, wake up twice a second to look for it (the console
-                # is a few kB by then); afterwards just wait for the end.
-                wait = remaining if booted else min(remaining, _BOOT_POLL_SECONDS)
+                # is a few kB by then); afterwards just wait for the end, unless a poll
+                # callback wants to be called.
+                idle = booted and poll is None
+                wait = remaining if idle else min(remaining, _BOOT_POLL_SECONDS)
                 try:
                     proc.wait(timeout=max(0.0, wait))
                     break
                 except subprocess.TimeoutExpired:
                     pass
                 elapsed = time.monotonic() - start
+                if poll is not None:
+                    poll(elapsed)
                 if not booted:
                     assert boot_marker is not None and boot_timeout is not None
                     booted = _console_has(console, boot_marker)
@@ -343,6 +464,7 @@ __all__ = [
     "KERNEL_APPEND",
     "MAX_RAM_MIB",
     "QemuResult",
+    "debian_devices",
     "default_plugin_path",
     "find_qemu",
     "parse_ram",
@@ -350,5 +472,6 @@ __all__ = [
     "qemu_argv",
     "qemu_failed_message",
     "qemu_version",
+    "renice_vcpu_threads",
     "run_qemu",
 ]

@@ -1,0 +1,100 @@
+#!/bin/sh
+# Stage 2 of the pysched Debian guest: PID 1 after switch_root (dash, no systemd).
+#
+# `pysched trace` supplies this file and the rest of /run/pysched with every run (see
+# pysched/capture/guest.py), so that changing it or a workload script needs no image rebuild:
+#   /run/pysched/init           this script
+#   /run/pysched/run.env        PYSCHED_MODE (cmd | workload), PYSCHED_WORKLOAD and its
+#                               PYSCHED_SCRIPT, the region's bounds, parameters (P_*)
+#   /run/pysched/cmd.sh         the command (--cmd runs)
+#   /run/pysched/lib.sh         roi_start / roi_stop and helpers shared with the workloads
+#   /run/pysched/workloads/     the workload scripts (guest/workloads/*.sh)
+#
+# It mounts the virtual file systems, configures the network (QEMU user networking: address
+# 10.0.2.15, gateway 10.0.2.2), sends the loaded modules' symbols to the host on ttyS1, prints
+# "=== PYSCHED BEGIN ===", runs the command inside the region of interest (a workload script
+# places the region itself), prints "=== PYSCHED EXIT <status> ===" and powers off.
+
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+HOME=/root
+LANG=C
+export PATH HOME LANG
+cd /
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mkdir -p /dev/pts /dev/shm
+mount -t devpts -o gid=5,mode=620,ptmxmode=000 devpts /dev/pts
+mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+mkdir -p /run/lock /run/sshd /run/mysqld /run/apache2 /run/lock/apache2
+chown mysql:mysql /run/mysqld 2>/dev/null
+hostname pysched
+ip link set lo up
+if ip link show eth0 >/dev/null 2>&1; then
+    ip link set eth0 up
+    ip addr add 10.0.2.15/24 dev eth0
+    ip route add default via 10.0.2.2
+fi
+
+. /run/pysched/run.env
+. /run/pysched/lib.sh
+
+# The symbols of the loaded modules (virtio, ext4, ...), which System.map lacks: kallsyms lines
+# "address type name [module]" to the host through the second serial port (raw, so that the
+# tty neither adds carriage returns nor echoes).
+if [ -c /dev/ttyS1 ] && stty -F /dev/ttyS1 raw -echo 2>/dev/null; then
+    grep ']$' /proc/kallsyms > /dev/ttyS1
+fi
+
+echo "=== PYSCHED BEGIN ==="
+case "$PYSCHED_MODE" in
+cmd)
+    roi_start
+    # stdin from /dev/null: nothing ever types on the console, so a read would hang the run.
+    if [ -z "$PYSCHED_ROI_INSNS" ]; then
+        sh /run/pysched/cmd.sh </dev/null 2>&1
+        rc=$?
+        roi_stop
+    else
+        # --roi-insns: the host may end the region before the command ends.
+        sh /run/pysched/cmd.sh </dev/null 2>&1 &
+        cmd=$!
+        roi_raise_priority
+        roi-wait -t "$PYSCHED_ROI_SECONDS" -c "$PYSCHED_CONTROL" "$cmd"
+        if kill -0 "$cmd" 2>/dev/null; then
+            roi_stop
+            kill "$cmd"
+            echo "pysched: the command was stopped at the instruction bound"
+            rc=0
+        else
+            wait "$cmd"
+            rc=$?
+            roi_stop
+        fi
+    fi
+    ;;
+workload)
+    script=/run/pysched/workloads/$PYSCHED_SCRIPT
+    if [ -f "$script" ]; then
+        sh "$script" </dev/null 2>&1
+        rc=$?
+    else
+        echo "pysched: no workload script $script"
+        rc=127
+    fi
+    # A script that failed inside its region still closes it, so the trace ends cleanly.
+    roi_close_if_open
+    ;;
+*)
+    echo "pysched: bad PYSCHED_MODE '$PYSCHED_MODE' in /run/pysched/run.env"
+    rc=2
+    ;;
+esac
+echo "=== PYSCHED EXIT $rc ==="
+sync
+# Power off through magic SysRq (minbase has no poweroff without an init system). The request
+# is carried out asynchronously: PID 1 must neither exit (a panic) nor start a program (the
+# disk is going away), so it spins in the shell until the machine is off.
+echo o > /proc/sysrq-trigger
+while :; do :; done

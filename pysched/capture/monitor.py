@@ -1,0 +1,142 @@
+"""Watching a Debian guest run from the host: starting its peer, ending its region.
+
+:class:`RunMonitor` is called about twice a second while QEMU runs
+(:func:`pysched.capture.qemu.run_qemu`'s ``poll``). It
+
+- starts the host-side peer when the console shows ``=== PYSCHED PEER START ===``;
+- tells the guest to close its region of interest (``stop`` on the control serial port,
+  ttyS2, which ``roi-wait`` in the guest watches) when the peer has ended by itself, or when
+  every vCPU's part of the trace holds the ``--roi-insns`` bound
+  (:class:`pysched.capture.roiwatch.InsnCounter`);
+- stops the peer when the run ends, and sums up both for the manifest.
+"""
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+from pysched.capture.peers import Peer
+from pysched.capture.roiwatch import InsnCounter
+
+#: The console line after which the host starts the peer (guest/workloads/lib.sh peer_start).
+PEER_START_MARK = b"=== PYSCHED PEER START ==="
+
+# A "stop" is repeated this often until QEMU exits: the guest may not have opened the port yet.
+_STOP_REPEAT_SECONDS = 2.0
+
+
+class RunMonitor:
+    """Host-side duties during one Debian guest run.
+
+    Parameters
+    ----------
+    console : Path
+        The console log QEMU writes.
+    control : Path or None
+        The control port's unix socket (QEMU listens on it).
+    peer : Peer or None
+        The workload's host-side peer.
+    out_dir : Path or None
+        The trace directory, with ``roi_insns``.
+    roi_insns : int or None
+        End the region once the trace holds this many instructions of every vCPU.
+    vcpus : int
+        The number of vCPUs (with ``roi_insns``).
+    """
+
+    def __init__(self, console: Path, control: Path | None = None, peer: Peer | None = None,
+                 out_dir: Path | None = None, roi_insns: int | None = None, vcpus: int = 1):
+        if roi_insns is not None and (out_dir is None or control is None):
+            raise ValueError("roi_insns needs the trace directory and the control port")
+        self.vcpus = vcpus
+        self.console = console
+        self.control = control
+        self.peer = peer
+        self.roi_insns = roi_insns
+        self.counter = InsnCounter(out_dir) if roi_insns is not None and out_dir else None
+        self._offset = 0
+        self._tail = b""
+        self.peer_started_at: float | None = None
+        self.stop_reason: str | None = None
+        self.stop_at: float | None = None
+        self._last_stop_sent = -1e9
+        self._sock: socket.socket | None = None
+        self.control_errors: list[str] = []
+
+    def _console_has_peer_start(self) -> bool:
+        try:
+            with open(self.console, "rb") as f:
+                f.seek(self._offset)
+                new = f.read()
+        except OSError:
+            return False
+        self._offset += len(new)
+        window = self._tail + new
+        self._tail = window[-len(PEER_START_MARK):]
+        return PEER_START_MARK in window
+
+    def _send_stop(self, elapsed: float) -> None:
+        if self.control is None or elapsed - self._last_stop_sent < _STOP_REPEAT_SECONDS:
+            return
+        self._last_stop_sent = elapsed
+        try:
+            if self._sock is None:
+                self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self._sock.connect(str(self.control))
+            self._sock.sendall(b"stop\n")
+        except OSError as e:
+            if len(self.control_errors) < 5:
+                self.control_errors.append(f"{type(e).__name__}: {e}")
+            if self._sock is not None:
+                self._sock.close()
+                self._sock = None
+
+    def poll(self, elapsed: float) -> None:
+        """One round of duties; ``elapsed`` is the run's wall time so far."""
+        if self.peer is not None and self.peer_started_at is None:
+            if self._console_has_peer_start():
+                self.peer.start()
+                self.peer_started_at = elapsed
+        if self.stop_reason is None:
+            if self.peer is not None and self.peer_started_at is not None \
+                    and self.peer.finished():
+                self.stop_reason = "the host's peer ended"
+            elif self.counter is not None and self.roi_insns is not None:
+                self.counter.update()
+                least = min(self.counter.per_vcpu.get(v, 0) for v in range(self.vcpus))
+                if least >= self.roi_insns:
+                    self.stop_reason = (f"every vCPU's trace reached {self.roi_insns} "
+                                        "instructions")
+            if self.stop_reason is not None:
+                self.stop_at = elapsed
+        if self.stop_reason is not None:
+            self._send_stop(elapsed)
+
+    def finish(self) -> dict[str, Any]:
+        """Stop the peer and close the control connection; the summary for the manifest.
+
+        Returns
+        -------
+        dict
+            ``peer`` (the peer's summary or None), ``host_stop`` (why and when the host ended
+            the region, or None when the guest's own bound did) and ``control_errors``.
+        """
+        peer = None
+        if self.peer is not None:
+            peer = self.peer.stop()
+            peer["started_after_seconds"] = (round(self.peer_started_at, 3)
+                                             if self.peer_started_at is not None else None)
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        host_stop = None
+        if self.stop_reason is not None:
+            host_stop = {"reason": self.stop_reason, "after_seconds": round(self.stop_at or 0, 3)}
+            if self.counter is not None:
+                host_stop["insns_counted"] = {str(v): n for v, n
+                                              in sorted(self.counter.per_vcpu.items())}
+        return {"peer": peer, "host_stop": host_stop, "control_errors": self.control_errors}
+
+
+__all__ = ["RunMonitor", "PEER_START_MARK"]

@@ -1,0 +1,500 @@
+"""The workload suite without QEMU: the registry, the per-run archive, the host-side pieces
+(peers, monitor, instruction counter, exec re-encoding) and the guest programs, which are static
+Linux binaries and run on the host as well."""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import re
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import tracefactory as tf
+from pysched.capture import command as cmdmod
+from pysched.capture import guest as gst
+from pysched.capture import manifest as mf
+from pysched.capture import peers as prs
+from pysched.capture import qemu as qm
+from pysched.capture import workloads as wl
+from pysched.capture.compact import compact_trace
+from pysched.capture.monitor import PEER_START_MARK, RunMonitor
+from pysched.capture.roiwatch import InsnCounter
+from pysched.trace import block_sizes, check_trace, open_trace
+
+REPO = Path(__file__).resolve().parents[1]
+GUEST_SRC = REPO / "guest"
+needs_cpio = pytest.mark.skipif(shutil.which("cpio") is None, reason="GNU cpio not installed")
+needs_cc = pytest.mark.skipif(shutil.which("gcc") is None, reason="no C compiler")
+
+
+# --- the registry ------------------------------------------------------------------------------
+
+
+def test_every_workload_has_its_script_and_documents_its_parameters() -> None:
+    assert {"find", "iscp", "oscp", "apache", "dss", "oltp", "filesrv", "mailsrv", "barrier",
+            "netserver", "chase-large", "chase-small"} <= set(wl.WORKLOADS)
+    for w in wl.WORKLOADS.values():
+        script = GUEST_SRC / "workloads" / w.script_name
+        assert script.is_file(), script
+        text = script.read_text()
+        # The script brackets its steady state and sources the shared functions.
+        assert ". /run/pysched/lib.sh" in text
+        assert "roi_start" in text and "roi_wait" in text and "roi_stop" in text
+        used = set(re.findall(r"\$\{?P_([A-Z0-9_]+)", text))
+        declared = {k.upper() for k in w.params}
+        # Host-side parameters (ab's, the client's) need not appear in the script, but every
+        # P_ variable the script reads must be a parameter of the workload.
+        assert used <= declared, (w.name, used - declared)
+        assert w.peer is None or w.peer in prs.PEERS
+        assert w.runs and w.summary and w.analogue and w.roi_seconds > 0
+        if w.peer is not None:
+            assert "peer_start" in text and w.guest_ports
+
+
+def test_describe_lists_every_workload() -> None:
+    text = wl.describe()
+    for name in wl.WORKLOADS:
+        assert re.search(rf"^{re.escape(name)}\s", text, re.M), name
+
+
+def test_unknown_workload_lists_the_known_ones() -> None:
+    with pytest.raises(wl.UnknownWorkloadError) as e:
+        wl.get("nosuch")
+    assert "nosuch" in str(e.value)
+    for name in wl.WORKLOADS:
+        assert name in str(e.value)
+
+
+def test_parse_params() -> None:
+    w = wl.get("filesrv")
+    p = wl.parse_params(w, ["threads=8", "size=4096"])
+    assert p == {"threads": "8", "files": "2000", "size": "4096"}
+    assert wl.parse_params(w, None) == dict(w.params)
+    with pytest.raises(ValueError, match="no parameter 'colour'.*threads, files, size"):
+        wl.parse_params(w, ["colour=red"])
+    with pytest.raises(ValueError, match="name=value"):
+        wl.parse_params(w, ["threads"])
+    with pytest.raises(ValueError, match="printable"):
+        wl.parse_params(w, ["threads=1\n2"])
+    assert wl.param_env({"table_size": "10"}) == {"P_TABLE_SIZE": "10"}
+
+
+# --- the command line ----------------------------------------------------------------------------
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    cmdmod.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_trace_unknown_workload_lists_known(tmp_path: Path, capsys) -> None:
+    rc = cmdmod.run(_args("nosuch", "--out", str(tmp_path / "o")))
+    assert rc == cmdmod.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "unknown workload 'nosuch'" in err and "find" in err and "apache" in err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    ((), "name a workload or give --cmd"),
+    (("find", "--cmd", "true"), "either a workload or --cmd"),
+    (("find", "--guest", "busybox"), "Debian guest"),
+    (("--cmd", "true", "--param", "a=b"), "--cmd runs take none"),
+    (("--cmd", "true", "--roi-seconds", "3"), "bound it with --roi-insns"),
+    (("find", "--roi-seconds", "0"), "must be positive"),
+    (("find", "--param", "nosuch=1"), "has no parameter 'nosuch'"),
+    (("--cmd", "true", "--guest", "busybox", "--roi-insns", "5M"), "Debian guest"),
+    (("find", "--roi-insns", "5M", "--roi", "all"), "--roi marker"),
+    (("find", "--compact", "30"), "1-22"),
+])
+def test_trace_usage_errors(tmp_path: Path, capsys, argv, message) -> None:
+    rc = cmdmod.run(_args(*argv, "--out", str(tmp_path / "o")))
+    assert rc == cmdmod.EXIT_USAGE
+    assert message in capsys.readouterr().err
+
+
+def test_trace_list(capsys) -> None:
+    assert cmdmod.run(_args("--list")) == 0
+    assert "filesrv" in capsys.readouterr().out
+
+
+def test_parse_count() -> None:
+    assert cmdmod.parse_count("125M") == 125_000_000
+    assert cmdmod.parse_count("1.5G") == 1_500_000_000
+    assert cmdmod.parse_count("6000000") == 6_000_000
+    for bad in ("", "0", "-5", "12X"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            cmdmod.parse_count(bad)
+
+
+def test_missing_debian_image_says_how_to_build(tmp_path: Path, capsys) -> None:
+    for name in ["vmlinuz", "System.map", "kernel-version"]:
+        (tmp_path / name).write_text("6.1.0-56-amd64\n")
+    rc = cmdmod.run(_args("find", "--out", str(tmp_path / "o"), "--guest-dir", str(tmp_path)))
+    assert rc == cmdmod.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "Debian guest is not built" in err and "root.img" in err and "make guest" in err
+
+
+def test_full_disk_is_reported_before_the_run(tmp_path: Path, monkeypatch) -> None:
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(cmdmod.shutil, "disk_usage",
+                        lambda p: usage._replace(free=10 << 20))
+    with pytest.raises(cmdmod.TraceUsageError, match="not enough free disk space.*10 MB free"):
+        cmdmod.check_free_space(tmp_path / "out", 256, "the trace")
+
+
+# --- the Debian guest's per-run archive and QEMU devices -------------------------------------
+
+
+def test_run_env_quotes_values() -> None:
+    text = gst.run_env_text({"P_PATH": "/a b'c", "PYSCHED_MODE": "workload"})
+    assert "export P_PATH='/a b'\"'\"'c'" in text
+    out = subprocess.run(["sh", "-c", text + 'printf %s "$P_PATH"'], capture_output=True,
+                         text=True, check=True).stdout
+    assert out == "/a b'c"
+    with pytest.raises(ValueError, match="variable name"):
+        gst.run_env_text({"lower": "x"})
+
+
+@needs_cpio
+def test_debian_run_archive(tmp_path: Path) -> None:
+    env = {"PYSCHED_MODE": "cmd", "PYSCHED_CONTROL": "/dev/ttyS2"}
+    raw = gzip.decompress(gst.debian_run_archive(env, "echo hi"))
+    (tmp_path / "a.cpio").write_bytes(raw)
+    subprocess.run(["cpio", "-idm", "--quiet", "-F", str(tmp_path / "a.cpio")], cwd=tmp_path,
+                   check=True)
+    root = tmp_path / "pysched"
+    assert (root / "init").read_bytes() == (GUEST_SRC / "debian" / "init.sh").read_bytes()
+    assert (root / "init").stat().st_mode & 0o111
+    assert (root / "lib.sh").is_file()
+    assert "export PYSCHED_MODE=cmd" in (root / "run.env").read_text()
+    assert (root / "cmd.sh").read_text().endswith("echo hi\n")
+    scripts = {p.name for p in (root / "workloads").iterdir()}
+    assert {w.script_name for w in wl.WORKLOADS.values()} <= scripts
+
+
+def test_debian_devices() -> None:
+    dev = qm.debian_devices(Path("/b/root.img"), [(4022, 22)], Path("/t/syms"),
+                            Path("/t/ctl.sock"))
+    assert "file=/b/root.img,if=virtio,format=raw,snapshot=on" in dev
+    net = dev[dev.index("-netdev") + 1]
+    assert "restrict=on" in net and "hostfwd=tcp:127.0.0.1:4022-:22" in net
+    serials = [dev[i + 1] for i, a in enumerate(dev) if a == "-serial"]
+    assert serials == ["mon:stdio", "file:/t/syms", "unix:/t/ctl.sock,server=on,wait=off"]
+    with pytest.raises(ValueError, match="comma"):
+        qm.debian_devices(Path("/a,b/root.img"))
+    argv = qm.qemu_argv(Path("/k"), Path("/i"), 512, 2, devices=dev)
+    assert argv[-len(dev):] == dev
+
+
+# --- manifest -------------------------------------------------------------------------------------
+
+
+def test_manifest_has_every_required_key(tmp_path: Path) -> None:
+    guest = gst.GuestImage(tmp_path, tmp_path / "vmlinuz", tmp_path / "System.map",
+                           tmp_path / "initrd", "6.1.0-56-amd64", "6.1.192-2", kind="debian",
+                           disk=tmp_path / "root.img", recipe_sha="abc",
+                           packages_lock=tmp_path / "packages.lock")
+    (tmp_path / "packages.lock").write_text("apache2 2.4.71-1~deb12u1\nsqlite3 3.40.1-2\n")
+    result = qm.QemuResult(returncode=0, timed_out=False, wall_seconds=1.0, stderr="")
+    m = mf.build_manifest(
+        command="workload dss", date="d", guest=guest, qemu_version="v", plugin=None,
+        plugin_options=None, vcpus=2, ram_mib=512, roi="marker", data_accesses=False,
+        timeout=1.0, argv=[], result=result, console_text="", workload="dss",
+        parameters={"streams": "4"}, roi_bound={"seconds": 8},
+        kernel_symbols={"system_map": "System.map.gz", "modules": None})
+    json.dumps(m)
+    assert mf.missing_keys(m) == []
+    assert m["image"]["packages"]["sqlite3"] == "3.40.1-2"
+    assert (m["guest"], m["workload"], m["parameters"]) == ("debian", "dss", {"streams": "4"})
+    assert mf.missing_keys({"guest": "x"})[:2] == ["manifest_version", "workload"]
+
+
+# --- instruction counter, monitor, compaction on synthetic traces ------------------------------
+
+
+def _sample_trace(tmp_path: Path) -> Path:
+    f = tf.sample()
+    f.rows_per_part = 3  # several exec parts per vCPU
+    return f.write(tmp_path / "t")
+
+
+def test_insn_counter_matches_the_stream(tmp_path: Path) -> None:
+    root = _sample_trace(tmp_path)
+    trace = open_trace(root)
+    counter = InsnCounter(root)
+    counter.update()
+    for v in trace.vcpus:
+        # Whole blocks: the one block cut short by a fault counts in full here.
+        full = sum(len(tf.sample().blocks[b].sizes) for b in tf.sample().exec[v])
+        assert counter.per_vcpu[v] == full
+        assert counter.per_vcpu[v] >= int(block_sizes(trace, v).sum())
+    assert counter.update() == counter.total  # nothing new: unchanged
+
+
+def test_insn_counter_sees_parts_as_they_appear(tmp_path: Path) -> None:
+    root = _sample_trace(tmp_path)
+    hidden = sorted((root / "exec").glob("v001-*.parquet"))
+    for p in hidden:
+        p.rename(p.with_suffix(".later"))
+    counter = InsnCounter(root)
+    counter.update()
+    assert 1 not in counter.per_vcpu
+    for p in hidden:
+        p.with_suffix(".later").rename(p)
+    counter.update()
+    assert counter.per_vcpu[1] > 0
+
+
+def test_compact_keeps_the_trace(tmp_path: Path) -> None:
+    root = _sample_trace(tmp_path)
+    before = {v: block_sizes(open_trace(root), v).tolist() for v in (0, 1)}
+    summary = compact_trace(root, level=3)
+    assert summary["parts"] == len(list((root / "exec").glob("*.parquet"))) > 2
+    trace = open_trace(root)
+    assert {v: block_sizes(trace, v).tolist() for v in (0, 1)} == before
+    assert check_trace(trace).ok
+    import pyarrow.parquet as pq
+    meta = pq.ParquetFile(next((root / "exec").glob("*.parquet"))).metadata
+    assert meta.num_row_groups == 1
+    assert "BYTE_STREAM_SPLIT" in meta.row_group(0).column(0).encodings
+    with pytest.raises(ValueError, match="not an exec part"):
+        from pysched.capture.compact import compact_part
+        compact_part(next((root / "syscalls").glob("*.parquet")))
+
+
+class _FakePeer(prs.Peer):
+    kind = "fake"
+
+    def __init__(self) -> None:
+        self.started = self.done = False
+
+    def start(self) -> None:
+        self.started = True
+
+    def finished(self) -> bool:
+        return self.done
+
+    def stop(self) -> dict:
+        return {"kind": "fake", "started": self.started}
+
+
+def _control_server(path: Path) -> tuple[socket.socket, list[bytes]]:
+    """A unix socket standing in for QEMU's control chardev; collects what arrives."""
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(str(path))
+    srv.listen(1)
+    got: list[bytes] = []
+
+    def serve() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            while data := conn.recv(100):
+                got.append(data)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv, got
+
+
+def test_monitor_starts_the_peer_and_stops_the_region(tmp_path: Path) -> None:
+    console = tmp_path / "console.log"
+    console.write_bytes(b"booting\n=== PYSCHED BEGIN ===\n=== PYSCHED PE")
+    srv, got = _control_server(tmp_path / "c.sock")
+    peer = _FakePeer()
+    mon = RunMonitor(console, tmp_path / "c.sock", peer)
+    mon.poll(1.0)
+    assert not peer.started
+    with open(console, "ab") as f:  # the marker completes across two reads
+        f.write(PEER_START_MARK[len(b"=== PYSCHED PE"):] + b"\n")
+    mon.poll(1.5)
+    assert peer.started and mon.stop_reason is None
+    peer.done = True
+    mon.poll(2.0)
+    summary = mon.finish()
+    deadline = time.monotonic() + 5
+    while b"".join(got) != b"stop\n" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    srv.close()
+    assert b"".join(got) == b"stop\n"
+    assert summary["host_stop"]["reason"] == "the host's peer ended"
+    assert summary["peer"]["started_after_seconds"] == 1.5
+
+
+def test_monitor_roi_insns_waits_for_every_vcpu(tmp_path: Path) -> None:
+    root = _sample_trace(tmp_path)
+    counter = InsnCounter(root)
+    counter.update()
+    least = min(counter.per_vcpu.values())
+    srv, got = _control_server(tmp_path / "c.sock")
+    mon = RunMonitor(tmp_path / "none.log", tmp_path / "c.sock", None, root, least + 1, 2)
+    mon.poll(1.0)
+    assert mon.stop_reason is None
+    mon = RunMonitor(tmp_path / "none.log", tmp_path / "c.sock", None, root, least, 2)
+    mon.poll(1.0)
+    assert mon.stop_reason is not None and "every vCPU" in mon.stop_reason
+    summary = mon.finish()
+    srv.close()
+    assert summary["host_stop"]["insns_counted"] == {str(v): n for v, n
+                                                     in counter.per_vcpu.items()}
+
+
+# --- the guest programs, run on the host -----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def progs(tmp_path_factory) -> Path:
+    """The workload programs, compiled as the image build compiles them."""
+    if shutil.which("gcc") is None:
+        pytest.skip("no C compiler")
+    out = tmp_path_factory.mktemp("bin")
+    for src in (GUEST_SRC / "workloads").glob("*.c"):
+        subprocess.run(["gcc", "-static", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread",
+                        "-o", str(out / src.stem), str(src)], check=True, capture_output=True)
+    return out
+
+
+def test_fsbench_personalities(progs: Path, tmp_path: Path) -> None:
+    for pers in ("fileserver", "varmail"):
+        d = tmp_path / pers
+        r = subprocess.run([progs / "fsbench", "prepare", pers, "-d", str(d), "-f", "50",
+                            "-s", "2048"], capture_output=True, text=True, check=True)
+        assert f"of 50 files in {d}" in r.stdout
+        made = int(r.stdout.split()[2])
+        assert 0 < made <= 50
+        r = subprocess.run([progs / "fsbench", "run", pers, "-d", str(d), "-f", "50", "-s",
+                            "2048", "-t", "4", "-n", "20"], capture_output=True, text=True,
+                           check=True, timeout=60)
+        assert "4 threads, 80 loops" in r.stdout
+    r = subprocess.run([progs / "fsbench", "run", "fileserver", "-d", str(tmp_path / "none")],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "fsbench prepare first" in r.stderr
+    r = subprocess.run([progs / "fsbench", "run", "bogus"], capture_output=True, text=True)
+    assert r.returncode == 2 and "unknown personality" in r.stderr
+
+
+def test_fsbench_stops_on_sigterm_with_totals(progs: Path, tmp_path: Path) -> None:
+    d = tmp_path / "v"
+    subprocess.run([progs / "fsbench", "prepare", "varmail", "-d", str(d), "-f", "20"],
+                   check=True, capture_output=True)
+    p = subprocess.Popen([progs / "fsbench", "run", "varmail", "-d", str(d), "-f", "20",
+                          "-t", "2"], stdout=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    p.terminate()
+    out, _ = p.communicate(timeout=30)
+    assert p.returncode == 0 and "fsbench varmail: 2 threads" in out
+
+
+def test_ptrchase_and_barrier(progs: Path) -> None:
+    r = subprocess.run([progs / "ptrchase", "-k", "64", "-n", "65536"], capture_output=True,
+                       text=True, check=True, timeout=60)
+    assert re.match(r"ptrchase: 64 KiB, 65536 loads", r.stdout)
+    r = subprocess.run([progs / "barrier", "-t", "3", "-g", "64", "-i", "5", "-b", "50"],
+                       capture_output=True, text=True, check=True, timeout=60)
+    assert "3 threads, grid 64, 5 sweeps" in r.stdout
+    r = subprocess.run([progs / "barrier", "-t", "100", "-g", "16"], capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and "more threads" in r.stderr
+
+
+def test_roi_wait_bounds(progs: Path) -> None:
+    t0 = time.monotonic()
+    subprocess.run([progs / "roi-wait", "-t", "0.3"], check=True)
+    assert time.monotonic() - t0 >= 0.3
+    sleeper = subprocess.Popen(["sleep", "0.3"])
+    t0 = time.monotonic()
+    subprocess.run([progs / "roi-wait", "-t", "30", str(sleeper.pid)], check=True, timeout=20)
+    assert time.monotonic() - t0 < 10  # returned when the process ended, not after 30 s
+    sleeper.wait()
+    assert subprocess.run([progs / "roi-wait", "-t", "x"]).returncode == 2
+
+
+def test_net_client_against_netserver(progs: Path) -> None:
+    port = prs.free_ports(1)[0]
+    server = subprocess.Popen([progs / "netserver", "-p", str(port)], stdout=subprocess.PIPE)
+    try:
+        assert server.stdout.readline().startswith(b"netserver: listening")
+        client = prs.NetClientPeer(port, [10, 100_000], connections=3, per_connection=4,
+                                   requests=20, log=Path("/dev/null"))
+        client.start()
+        deadline = time.monotonic() + 60
+        while not client.finished() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        summary = client.stop()
+    finally:
+        server.kill()
+        server.wait()
+    assert summary["requests"] == 20 and summary["errors"] == []
+    assert summary["requests_by_size"] == {"10": 10, "100000": 10}
+    assert summary["bytes"] == 10 * 10 + 10 * 100_000
+    assert summary["connections"] >= 20 // 4
+
+
+def test_peer_setup_errors(tmp_path: Path) -> None:
+    ctx = prs.PeerContext({"sizes": "10,x", "connections": "1", "per_connection": "1",
+                           "requests": "1"}, {7000: 1}, tmp_path, tmp_path / "peer.log")
+    with pytest.raises(prs.PeerError, match="comma-separated"):
+        prs.make_peer("netclient", ctx)
+    ctx = prs.PeerContext({"size_mb": "1"}, {22: 1}, tmp_path, tmp_path / "peer.log")
+    with pytest.raises(prs.PeerError, match="no ssh keys"):
+        prs.make_peer("scp-in", ctx)
+    with pytest.raises(prs.PeerError, match="unknown peer"):
+        prs.make_peer("telnet", ctx)
+
+
+# --- the image's generated data ----------------------------------------------------------------
+
+
+def _gen(name: str):
+    sys.path.insert(0, str(GUEST_SRC / "debian"))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.pop(0)
+
+
+def test_gen_tree(tmp_path: Path) -> None:
+    gen = _gen("gen_tree")
+    assert gen.make_tree(tmp_path / "t", depth=2, fanout=3, files=4) == (3 + 9, 9 * 4)
+    assert len([p for p in (tmp_path / "t").rglob("*") if p.is_file()]) == 36
+    with pytest.raises(ValueError):
+        gen.make_tree(tmp_path / "u", depth=0, fanout=3, files=1)
+
+
+def test_gen_tpch_answers_query_2(tmp_path: Path) -> None:
+    gen = _gen("gen_tpch")
+    db = tmp_path / "t.db"
+    counts = gen.generate(db, scale=0.01, seed=3)
+    assert counts == {"region": 5, "nation": 25, "supplier": 100, "part": 2000,
+                      "partsupp": 8000}
+    assert gen.generate(tmp_path / "u.db", scale=0.01, seed=3) == counts
+    con = sqlite3.connect(db)
+    # Every part has four distinct suppliers, as in TPC-H.
+    assert con.execute("SELECT count(DISTINCT ps_suppkey) FROM partsupp "
+                       "WHERE ps_partkey = 7").fetchone()[0] == 4
+    q2 = """SELECT p_partkey, s_name, ps_supplycost FROM part, supplier, partsupp, nation, region
+            WHERE p_partkey = ps_partkey AND s_suppkey = ps_suppkey AND p_size = ?
+              AND p_type LIKE ? AND s_nationkey = n_nationkey AND n_regionkey = r_regionkey
+              AND r_name = ? AND ps_supplycost = (
+                SELECT min(ps_supplycost) FROM partsupp, supplier, nation, region
+                WHERE p_partkey = ps_partkey AND s_suppkey = ps_suppkey
+                  AND s_nationkey = n_nationkey AND n_regionkey = r_regionkey AND r_name = ?)"""
+    rows = [r for size in range(1, 51) for r in
+            con.execute(q2, (size, "%BRASS", "EUROPE", "EUROPE")).fetchall()]
+    assert rows  # the parameters select something at this scale
+    for partkey, _, cost in rows:
+        best = con.execute(
+            "SELECT min(ps_supplycost) FROM partsupp JOIN supplier ON s_suppkey = ps_suppkey "
+            "JOIN nation ON n_nationkey = s_nationkey JOIN region ON r_regionkey = n_regionkey "
+            "WHERE ps_partkey = ? AND r_name = 'EUROPE'", (partkey,)).fetchone()[0]
+        assert cost == best

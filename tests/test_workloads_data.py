@@ -1,0 +1,64 @@
+"""The sample traces shipped in data/ (made by ``make data``): complete, checked, within their
+size budget and long enough for the analyses (20 epochs of 6 M instructions per vCPU)."""
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pysched.capture.manifest import missing_keys
+from pysched.trace import open_trace
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+TRACES = sorted(p.parent for p in DATA.glob("*/manifest.json"))
+EPOCH_INSNS = 6_000_000
+MIN_EPOCHS = 20
+MAX_TRACE_BYTES = 25 << 20
+MAX_DATA_BYTES = 120 << 20
+
+
+def _size(p: Path) -> int:
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+
+
+def test_the_required_workloads_are_shipped() -> None:
+    names = {json.loads((t / "manifest.json").read_text())["workload"] for t in TRACES}
+    assert {"find", "apache", "filesrv"} <= names
+    assert names & {"dss", "oltp"}
+
+
+def test_data_size_budget() -> None:
+    assert _size(DATA) <= MAX_DATA_BYTES
+    for t in TRACES:
+        assert _size(t) <= MAX_TRACE_BYTES, t.name
+
+
+@pytest.mark.parametrize("trace", TRACES, ids=[t.name for t in TRACES])
+def test_shipped_trace(trace: Path) -> None:
+    m = json.loads((trace / "manifest.json").read_text())
+    assert missing_keys(m) == []
+    assert m["guest"] == "debian" and m["workload"] == trace.name
+    assert 2 <= m["vcpus"] <= 4
+    assert m["guest_exit_status"] == 0 and m["qemu_exit_status"] == 0
+    for when in ("before", "after"):
+        assert m["interrupts"][when]["counts"] and m["stat"][when]["fields"]
+    assert m["kernel_version"] and m["qemu_version"] and m["plugin_options"]
+    assert (trace / "console.log").is_file()
+    # Symbols travel with the trace: the kernel's map and the modules'.
+    sysmap = gzip.decompress((trace / "System.map.gz").read_bytes()).decode()
+    for sym in ("__switch_to", "idt_table", "entry_SYSCALL_64"):
+        assert f" {sym}\n" in sysmap
+    assert "[ext4]" in gzip.decompress((trace / "modules.map.gz").read_bytes()).decode()
+    # Long enough: every vCPU at least 20 epochs.
+    tr = open_trace(trace)
+    assert sorted(tr.vcpus) == list(range(m["vcpus"]))
+    counts = {int(v): n for v, n in m["insns_per_vcpu"].items()}
+    assert set(counts) == set(range(m["vcpus"]))
+    assert min(counts.values()) >= MIN_EPOCHS * EPOCH_INSNS, counts
+    r = subprocess.run([sys.executable, "-m", "pysched.cli", "check", str(trace)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout
