@@ -306,3 +306,139 @@ def sample(nvcpus: int = 2) -> TraceFactory:
     f.marker(1, 1, thread=T1)
     f.mem(1, 3, 0x7FFF0010, store=1)
     return f
+
+
+# --- kernel symbols and a simulated kernel (helpers for SuperFunction analyses) ------------
+
+def write_system_map(root: Path, symbols: dict[str, int], name: str = "System.map") -> Path:
+    """Write ``ADDRESS t NAME`` lines (plus ``_etext``) as the guest kernel's ``System.map``."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    top = max(symbols.values(), default=KBASE) + 0x1000
+    lines = [f"{a:016x} {'T' if i % 2 else 't'} {n}"
+             for i, (n, a) in enumerate(sorted(symbols.items(), key=lambda x: x[1]))]
+    lines.append(f"{top:016x} T _etext")
+    text = "\n".join(lines) + "\n"
+    path = root / name
+    if name.endswith(".gz"):
+        import gzip
+        with gzip.open(path, "wt") as fh:
+            fh.write(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+#: Functions of the simulated kernel, 0x100 bytes apart from KBASE + 0x100000.
+KERNEL_FUNCTIONS = (
+    "entry_SYSCALL_64", "do_syscall_64", "ksys_read", "entry_SYSRETQ_unsafe_stack",
+    "asm_sysvec_apic_timer_interrupt", "asm_exc_page_fault", "handle_irq", "irq_exit_rcu",
+    "handle_softirqs", "run_timer_softirq", "__run_timers", "net_rx_action",
+    "native_irq_return_iret", "schedule", "__schedule", "__switch_to_asm", "__switch_to",
+    "finish_task_switch.isra.0", "do_exit", "do_task_dead", "worker_thread", "ret_from_fork",
+    "copy_user_generic",
+)
+KERNEL_SYMBOLS = {n: KBASE + 0x100000 + 0x100 * i for i, n in enumerate(KERNEL_FUNCTIONS)}
+
+
+class KernelSim:
+    """A :class:`TraceFactory` plus a simulated kernel laid out as :data:`KERNEL_SYMBOLS`.
+
+    Each kernel function has a few blocks of 4-byte instructions at its start; user programs
+    are blocks at 0x400000 + 0x1000 * k whose frames are given per binary, so that two
+    processes of one binary share frames and different binaries do not. The helpers emit the
+    events the plugin would, with the right icounts; tests compose them into scenarios.
+    """
+
+    def __init__(self, nvcpus: int = 1, rows_per_part: int = 4) -> None:
+        self.f = TraceFactory(nvcpus=nvcpus, rows_per_part=rows_per_part)
+        self.k: dict[tuple[str, int], int] = {}
+        self.u: dict[tuple[str, int], int] = {}
+
+    def kblock(self, fn: str, i: int = 0, n: int = 3, flag_last: int = 0) -> int:
+        """Block ``i`` of kernel function ``fn`` (``n`` instructions, the last flagged)."""
+        key = (fn, i, n, flag_last)
+        if key not in self.k:
+            flags = {n - 1: flag_last} if flag_last else None
+            self.k[key] = self.f.block(KERNEL_SYMBOLS[fn] + 0x10 * i, [4] * n, flags=flags)
+        return self.k[key]
+
+    def ublock(self, binary: str, i: int = 0, n: int = 4, flag_last: int = 0) -> int:
+        """Block ``i`` of user program ``binary`` (its frames: 0x5000 + 16 * ord + i)."""
+        key = (binary, i, n, flag_last)
+        if key not in self.u:
+            vaddr = 0x400000 + 0x1000 * i
+            frame = 0x5000 + 16 * (sum(map(ord, binary)) % 4096) + i
+            flags = {n - 1: flag_last} if flag_last else None
+            self.u[key] = self.f.block(vaddr, [4] * n, flags=flags,
+                                       paddrs=[(frame << 12) | (j * 4) for j in range(n)])
+        return self.u[key]
+
+    # instruction runs
+    def user(self, v: int, binary: str = "A", blocks: int = 1) -> None:
+        for i in range(blocks):
+            self.f.run(v, self.ublock(binary, i % 3))
+
+    def kernel(self, v: int, fn: str, blocks: int = 1) -> None:
+        for i in range(blocks):
+            self.f.run(v, self.kblock(fn, i % 3))
+
+    # events with the code around them
+    def syscall(self, v: int, thread: int, nr: int, binary: str = "A", cr3: int = 0x1000,
+                abi: int = 64) -> None:
+        """User block ending in ``syscall`` (or ``int 0x80``), entry event, kernel entry code."""
+        flag = F_SYSCALL if abi == 64 else F_INT80
+        self.f.run(v, self.ublock(binary, 7, 3, flag))
+        self.f.syscall_entry(v, thread, nr, abi=abi, cr3=cr3)
+        self.kernel(v, "entry_SYSCALL_64")
+
+    def sysret(self, v: int, thread: int, cr3: int = 0x1000, matched: int = 1,
+               via_iret: bool = False) -> None:
+        """Kernel exit block ending in ``sysretq`` (or ``iretq``), return event."""
+        if via_iret:
+            self.f.run(v, self.kblock("native_irq_return_iret", 0, 2, F_IRETQ))
+            self.f.syscall_return(v, thread, 0, matched=matched, abi=0, cr3=cr3)
+        else:
+            self.f.run(v, self.kblock("entry_SYSRETQ_unsafe_stack", 0, 2, F_SYSRETQ))
+            self.f.syscall_return(v, thread, 0, matched=matched, cr3=cr3)
+
+    def interrupt(self, v: int, thread: int, vector: int = 236, user: int = 1,
+                  cr3: int = 0x1000) -> None:
+        """Entry event at the block boundary, then the handler's first block."""
+        self.f.interrupt(v, vector, KERNEL_SYMBOLS["asm_sysvec_apic_timer_interrupt"],
+                         thread=thread, user=user, cr3=cr3)
+        self.kernel(v, "asm_sysvec_apic_timer_interrupt")
+
+    def iret(self, v: int, thread: int, user: int = 1, cr3: int = 0x1000) -> None:
+        self.f.run(v, self.kblock("native_irq_return_iret", 0, 2, F_IRETQ))
+        self.f.interrupt_return(v, to=0x400000, thread=thread, user=user, cr3=cr3)
+
+    def softirq(self, v: int, action: str = "run_timer_softirq", body: int = 2) -> None:
+        """The dispatcher calls ``action`` (which calls a helper), then continues."""
+        self.kernel(v, "handle_softirqs")
+        self.kernel(v, action)
+        self.kernel(v, "__run_timers", body)
+        self.f.run(v, self.kblock("handle_softirqs", 1))
+
+    def straddle(self, v: int, fn: str, before: int = 2, after: int = 2) -> None:
+        """One block whose first ``before`` instructions lie in the function preceding ``fn``
+        and the rest at ``fn``'s start (code that falls through into the next symbol)."""
+        key = ("straddle", fn, before, after)
+        if key not in self.k:
+            self.k[key] = self.f.block(KERNEL_SYMBOLS[fn] - 4 * before, [4] * (before + after))
+        self.f.run(v, self.k[key])
+
+    def switch(self, v: int, prev: int, nxt: int, cr3: int = 0x1000) -> None:
+        """prev calls schedule(); the switch event; next runs the tail of the switch path."""
+        self.kernel(v, "schedule")
+        self.kernel(v, "__schedule")
+        self.kernel(v, "__switch_to_asm")
+        self.f.switch(v, prev, nxt, cr3=cr3)
+        self.kernel(v, "__switch_to")
+        self.kernel(v, "finish_task_switch.isra.0")
+        self.kernel(v, "__schedule", 1)
+
+    def write(self, root: Path) -> Path:
+        root = self.f.write(root)
+        write_system_map(root, KERNEL_SYMBOLS)
+        return root

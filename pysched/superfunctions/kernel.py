@@ -1,0 +1,654 @@
+"""The segmentation kernel: one vCPU's instructions and events -> SuperFunction pieces and heat.
+
+State lives in plain integer arrays so that the driver (:mod:`.segment`) can stream a vCPU's
+exec parts through the kernel and interleave vCPUs in context-switch order; a call stops when it
+reaches the requested event, runs out of exec rows (``NEED_CHUNK``) or of room in the output
+arrays (``NEED_SPACE``), and the next call resumes where it stopped.
+
+Model (seed 000, section 3): every thread has a stack of open SuperFunction instances. A
+system call entry or an interrupt entry pushes one (the instance below is paused, and is its
+parent); the matching return pops it. Entering a softirq action pushes a bottom half, coming
+back into the softirq dispatcher pops it. A context switch changes the vCPU's thread; a thread
+seen for the first time is inside the kernel in a context the trace never showed, an UNKNOWN
+instance that a later return resolves (system call or interrupt, number unknown). Every
+instruction belongs to the top instance of the running thread; a maximal run of instructions
+of one instance, with one scheduler label, on one vCPU, is a piece.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .codemap import (
+    B_ACTION,
+    B_FLAGS,
+    B_N,
+    B_PAGE,
+    B_START,
+    F_DEAD,
+    F_DISPATCH,
+    F_MIXED,
+    F_SCHED,
+    F_USER,
+)
+from .events import EV_INT_ENTRY, EV_SWITCH, EV_SYS_ENTRY, EV_SYS_RETURN
+from .functype import IA32_OFFSET, Category
+
+CAT_SYSCALL = int(Category.SYSCALL)
+CAT_INT = int(Category.INTERRUPT)
+CAT_BH = int(Category.BOTTOM_HALF)
+CAT_APP = int(Category.APPLICATION)
+CAT_UNKNOWN = int(Category.UNKNOWN)
+
+# Instance columns.
+I_CAT, I_SLOT, I_PARENT, I_THREAD, I_AUX, I_START_V, I_START_IC, I_END_V, I_END_IC, \
+    I_INSNS, I_SCHED, I_FLAGS, I_GEN = range(13)
+NI = 13
+#: I_FLAGS bits: category learned from a return; closed by a return that did not match it.
+IF_RESOLVED = 1
+IF_POPPED = 2
+
+# Piece columns.
+P_INST, P_VCPU, P_START, P_STOP, P_ROW0, P_ROW1, P_SCHED = range(7)
+NP = 7
+
+# Per-vCPU state columns.
+V_THREAD, V_PIECE, V_EV, V_TR, V_ROW, V_OFF, V_IC, V_PENDING, V_VCPU = range(9)
+NV = 9
+
+# Per-thread state columns: stack depth, vCPU running it (-1), the address space it is a
+# member of (-1) and that space's generation when it joined, and whether it ran do_task_dead.
+T_DEPTH, T_RUNNING, T_AS, T_ASGEN, T_DYING = range(5)
+NT = 5
+
+# Per-address-space state: live member threads, generation. A page-table root (cr3) is reused
+# once its process is gone; a new generation starts when a thread enters a space that has no
+# live member left (after execve away from it, exit or exit_group).
+A_LIVE, A_GEN = range(2)
+NA = 2
+
+#: System calls after which the thread (exit) or its whole process (exit_group) is gone:
+#: x86_64 numbers, then the ia32 ones (int 0x80 numbers are offset by IA32_OFFSET).
+NR_EXIT = 60
+NR_EXIT_GROUP = 231
+NR_EXIT_IA32 = IA32_OFFSET + 1
+NR_EXIT_GROUP_IA32 = IA32_OFFSET + 252
+
+# Heat keys: epoch | slot | page bit fields.
+PAGE_BITS = 21
+SLOT_BITS = 22
+EPOCH_BITS = 20
+MAX_SLOTS = 1 << SLOT_BITS
+
+# Counters.
+C_NINST, C_NPIECE, C_NDYN, C_NHEAT, C_ERR, C_ERR_IC, C_ERR_EV, C_UNKPAGE, C_ERR_ROW = range(9)
+NC = 9
+
+# Parameters.
+PR_EPOCH, PR_NSTATIC, PR_BHBASE, PR_MARGIN, PR_PLACEHOLDER = range(5)
+NPR = 5
+
+# Warnings (rows of the warning array): count, vcpu, icount, event index of the first.
+W_THREAD_MISMATCH, W_PREV_MISMATCH, W_RUNNING_ELSEWHERE, W_SYSRET_UNSEEN, W_INTRET_UNSEEN, \
+    W_SYSRET_NO_ENTRY, W_INTRET_NO_ENTRY, W_POPPED, W_SYSENTRY_NOT_APP, W_INTENTRY_NOT_APP, \
+    W_USER_IN_KERNEL, W_KERNEL_IN_APP, W_ASPACE_CHANGED, W_EMPTY_STACK, \
+    W_RETURN_TO_KERNEL_FROM_APP = range(15)
+NW = 15
+WARNING_TEXT = (
+    "event's thread differs from the one the switches say is running",
+    "switch's outgoing thread is not the running thread",
+    "thread switched in while still running on another vCPU",
+    "system call return whose entry was not recorded (entered before the trace, or a new "
+    "thread's first return): number unknown",
+    "interrupt return whose entry was not recorded: vector unknown",
+    "system call return with no open system call",
+    "interrupt return with no open interrupt",
+    "instance closed by a return that did not match it",
+    "system call entry while not in an application instance",
+    "interrupt entry from user mode while not in an application instance",
+    "user-mode instruction in a kernel instance without a return event",
+    "kernel instruction in an application instance without an entry event",
+    "user address space (cr3) changed without a return to user mode",
+    "thread ran with no open instance",
+    "interrupt return to kernel mode while the thread was in user mode",
+)
+
+#: Warnings every trace has: threads that entered the kernel before recording started, and new
+#: threads, whose first return the plugin cannot match.
+EXPECTED_WARNINGS = (W_SYSRET_UNSEEN, W_INTRET_UNSEEN)
+
+# Statuses.
+DONE = 0
+NEED_CHUNK = 1
+NEED_SPACE = 2
+ERR_DEPTH = -1
+ERR_SLOTS = -2
+ERR_BEHIND = -3
+ERR_BLOCK = -4
+ERROR_TEXT = {
+    ERR_BLOCK: "executed block missing from blocks/insns or malformed",
+    ERR_DEPTH: "SuperFunction nesting deeper than the stack limit",
+    ERR_SLOTS: f"more than {MAX_SLOTS} instances with a heat slot of their own",
+    ERR_BEHIND: "event before the instruction already processed",
+}
+
+HCACHE = 1024
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@numba.njit(cache=True, inline="always")
+def _warn(warn, w, vcpu, ic, k):
+    if warn[w, 0] == 0:
+        warn[w, 1] = vcpu
+        warn[w, 2] = ic
+        warn[w, 3] = k
+    warn[w, 0] += 1
+
+
+@numba.njit(cache=True, inline="always")
+def _push(t, cat, slot, aux, vcpu, ic, th, tstack, inst, cnt, params):
+    """Open an instance on thread ``t``; slot -1 takes a fresh dynamic slot. Returns its id or
+    a negative error status."""
+    d = th[t, T_DEPTH]
+    if d >= tstack.shape[1]:
+        return ERR_DEPTH
+    if slot < 0:
+        slot = params[PR_NSTATIC] + cnt[C_NDYN]
+        if slot >= MAX_SLOTS:
+            return ERR_SLOTS
+        cnt[C_NDYN] += 1
+    i = cnt[C_NINST]
+    cnt[C_NINST] = i + 1
+    inst[i, I_CAT] = cat
+    inst[i, I_SLOT] = slot
+    inst[i, I_PARENT] = tstack[t, d - 1] if d > 0 else -1
+    inst[i, I_THREAD] = t
+    inst[i, I_AUX] = aux
+    inst[i, I_START_V] = vcpu
+    inst[i, I_START_IC] = ic
+    inst[i, I_END_V] = vcpu
+    inst[i, I_END_IC] = ic
+    inst[i, I_INSNS] = 0
+    inst[i, I_SCHED] = 0
+    inst[i, I_FLAGS] = 0
+    inst[i, I_GEN] = -1
+    tstack[t, d] = i
+    th[t, T_DEPTH] = d + 1
+    return i
+
+
+@numba.njit(cache=True, inline="always")
+def _close_piece(n, vs, pcs, inst):
+    p = vs[n, V_PIECE]
+    if p >= 0:
+        stop = vs[n, V_IC]
+        pcs[p, P_STOP] = stop
+        pcs[p, P_ROW1] = vs[n, V_ROW] + (1 if vs[n, V_OFF] > 0 else 0)
+        i = pcs[p, P_INST]
+        length = stop - pcs[p, P_START]
+        inst[i, I_INSNS] += length
+        if pcs[p, P_SCHED]:
+            inst[i, I_SCHED] += length
+        inst[i, I_END_V] = pcs[p, P_VCPU]
+        inst[i, I_END_IC] = stop
+        vs[n, V_PIECE] = -1
+
+
+@numba.njit(cache=True, inline="always")
+def _step(n, flags, action, vs, th, tstack, inst, pcs, cnt, params, warn):
+    """Apply what the instruction at ``vs[n, V_IC]`` says (mode, bottom-half entry/return,
+    scheduler label) and make sure a piece of the right instance is open. Returns the heat
+    slot of the instruction (-1 for scheduler code) or an error status below -1."""
+    t = vs[n, V_THREAD]
+    vcpu = vs[n, V_VCPU]
+    ic = vs[n, V_IC]
+    user = (flags & F_USER) != 0
+    if vs[n, V_PENDING] != 0:
+        # First instruction of the vCPU: its mode says what the running thread was doing.
+        vs[n, V_PENDING] = 0
+        r = _push(t, CAT_APP if user else CAT_UNKNOWN, -1, -1, vcpu, ic, th, tstack, inst,
+                  cnt, params)
+        if r < 0:
+            return r - 10
+    if th[t, T_DEPTH] == 0:
+        _warn(warn, W_EMPTY_STACK, vcpu, ic, -1)
+        r = _push(t, CAT_APP if user else CAT_UNKNOWN, -1, -1, vcpu, ic, th, tstack, inst,
+                  cnt, params)
+        if r < 0:
+            return r - 10
+    top = tstack[t, th[t, T_DEPTH] - 1]
+    cat = inst[top, I_CAT]
+    if user:
+        if cat != CAT_APP:
+            _warn(warn, W_USER_IN_KERNEL, vcpu, ic, -1)
+            while th[t, T_DEPTH] > 0 and inst[tstack[t, th[t, T_DEPTH] - 1], I_CAT] != CAT_APP:
+                inst[tstack[t, th[t, T_DEPTH] - 1], I_FLAGS] |= IF_POPPED
+                th[t, T_DEPTH] -= 1
+            if th[t, T_DEPTH] == 0:
+                r = _push(t, CAT_APP, -1, -1, vcpu, ic, th, tstack, inst, cnt, params)
+                if r < 0:
+                    return r - 10
+            top = tstack[t, th[t, T_DEPTH] - 1]
+    else:
+        if cat == CAT_APP:
+            _warn(warn, W_KERNEL_IN_APP, vcpu, ic, -1)
+            top = _push(t, CAT_UNKNOWN, -1, -1, vcpu, ic, th, tstack, inst, cnt, params)
+            if top < 0:
+                return top - 10
+            cat = CAT_UNKNOWN
+        if cat == CAT_BH and (flags & F_DISPATCH) != 0:
+            # Back in the dispatcher: the action returned.
+            th[t, T_DEPTH] -= 1
+            top = tstack[t, th[t, T_DEPTH] - 1]
+            cat = inst[top, I_CAT]
+        if action >= 0 and cat != CAT_BH:
+            top = _push(t, CAT_BH, params[PR_BHBASE] + action, action, vcpu, ic, th, tstack,
+                        inst, cnt, params)
+            if top < 0:
+                return top - 10
+    if (flags & F_DEAD) != 0:
+        th[t, T_DYING] = 1
+    sched = 1 if (flags & F_SCHED) != 0 else 0
+    p = vs[n, V_PIECE]
+    if p < 0 or pcs[p, P_INST] != top or pcs[p, P_SCHED] != sched:
+        _close_piece(n, vs, pcs, inst)
+        p = cnt[C_NPIECE]
+        cnt[C_NPIECE] = p + 1
+        pcs[p, P_INST] = top
+        pcs[p, P_VCPU] = vcpu
+        pcs[p, P_START] = ic
+        pcs[p, P_STOP] = -1
+        pcs[p, P_ROW0] = vs[n, V_ROW]
+        pcs[p, P_ROW1] = -1
+        pcs[p, P_SCHED] = sched
+        vs[n, V_PIECE] = p
+    if sched:
+        return -1
+    return inst[top, I_SLOT]
+
+
+@numba.njit(cache=True, inline="always")
+def _heat(n, epoch, slot, page, hkeys, hcache, cnt, params):
+    """Record that ``slot`` executed ``page`` in ``epoch`` (a set: repeats are free)."""
+    key = (epoch << (SLOT_BITS + PAGE_BITS)) | (slot << PAGE_BITS) | page
+    c = page & (HCACHE - 1)
+    if hcache[n, c] == key:
+        return
+    hcache[n, c] = key
+    mask = hkeys.shape[0] - 1
+    h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(20)) & mask
+    while True:
+        k = hkeys[h]
+        if k == key:
+            return
+        if k < 0:
+            hkeys[h] = key
+            cnt[C_NHEAT] += 1
+            return
+        h = (h + 1) & mask
+
+
+@numba.njit(cache=True)
+def _find(t, cat_a, cat_b, th, tstack, inst):
+    """Depth index of the topmost open instance of category ``cat_a`` or ``cat_b`` on thread
+    ``t`` above its application instance, or -1."""
+    j = th[t, T_DEPTH] - 1
+    while j >= 0:
+        c = inst[tstack[t, j], I_CAT]
+        if c == cat_a or c == cat_b:
+            return j
+        if c == CAT_APP:
+            return -1
+        j -= 1
+    return -1
+
+
+@numba.njit(cache=True)
+def _close_to(t, j, vcpu, ic, k, th, tstack, inst, warn):
+    """Pop the instances above depth ``j`` (they did not match the return), then ``j``."""
+    while th[t, T_DEPTH] - 1 > j:
+        inst[tstack[t, th[t, T_DEPTH] - 1], I_FLAGS] |= IF_POPPED
+        _warn(warn, W_POPPED, vcpu, ic, k)
+        th[t, T_DEPTH] -= 1
+    th[t, T_DEPTH] = j
+
+
+@numba.njit(cache=True)
+def _leave(t, th, asp):
+    """Thread ``t`` leaves its address space (execve away from it, or exit)."""
+    a = th[t, T_AS]
+    if a >= 0 and th[t, T_ASGEN] == asp[a, A_GEN] and asp[a, A_LIVE] > 0:
+        asp[a, A_LIVE] -= 1
+    th[t, T_AS] = -1
+
+
+@numba.njit(cache=True)
+def _join(t, i, a, th, asp, inst):
+    """Application instance ``i`` of thread ``t`` runs in address space ``a``: make the thread
+    a member (a new generation of ``a`` when no member is left) and record the generation."""
+    inst[i, I_AUX] = a
+    if a < 0:
+        return
+    if not (th[t, T_AS] == a and th[t, T_ASGEN] == asp[a, A_GEN]):
+        _leave(t, th, asp)
+        if asp[a, A_LIVE] == 0:
+            asp[a, A_GEN] += 1
+        asp[a, A_LIVE] += 1
+        th[t, T_AS] = a
+        th[t, T_ASGEN] = asp[a, A_GEN]
+    inst[i, I_GEN] = asp[a, A_GEN]
+
+
+@numba.njit(cache=True)
+def _to_user(t, aspace, vcpu, ic, k, th, tstack, inst, cnt, params, warn, asp):
+    """After a return to user mode: the thread continues its application instance, or starts
+    one (a new thread, or a new program after execve)."""
+    while th[t, T_DEPTH] > 0 and inst[tstack[t, th[t, T_DEPTH] - 1], I_CAT] != CAT_APP:
+        inst[tstack[t, th[t, T_DEPTH] - 1], I_FLAGS] |= IF_POPPED
+        _warn(warn, W_POPPED, vcpu, ic, k)
+        th[t, T_DEPTH] -= 1
+    if th[t, T_DEPTH] > 0:
+        top = tstack[t, th[t, T_DEPTH] - 1]
+        have = inst[top, I_AUX]
+        if have < 0:
+            _join(t, top, aspace, th, asp, inst)
+            return 0
+        if aspace < 0 or have == aspace:
+            return 0
+        th[t, T_DEPTH] -= 1  # execve: the old program's instance ends
+        _leave(t, th, asp)
+    r = _push(t, CAT_APP, -1, -1, vcpu, ic, th, tstack, inst, cnt, params)
+    if r < 0:
+        return r
+    _join(t, r, aspace, th, asp, inst)
+    return 0
+
+
+@numba.njit(cache=True)
+def _to_kernel(t, vcpu, ic, k, th, tstack, inst, cnt, params, warn):
+    """After a return to kernel mode: the thread continues the kernel instance below, or one
+    the trace never showed the start of."""
+    if th[t, T_DEPTH] > 0:
+        if inst[tstack[t, th[t, T_DEPTH] - 1], I_CAT] != CAT_APP:
+            return 0
+        _warn(warn, W_RETURN_TO_KERNEL_FROM_APP, vcpu, ic, k)
+    r = _push(t, CAT_UNKNOWN, -1, -1, vcpu, ic, th, tstack, inst, cnt, params)
+    return r if r < 0 else 0
+
+
+@numba.njit(cache=True)
+def _event(n, k, ev_icount, ev_kind, ev_thread, ev_prev, ev_arg, ev_slot, ev_aspace, ev_user,
+           vs, th, tstack, inst, cnt, params, warn, asp):
+    """Apply event ``k`` of vCPU slot ``n`` (at ``vs[n, V_IC] == ev_icount[k]``)."""
+    kind = ev_kind[k]
+    t = vs[n, V_THREAD]
+    vcpu = vs[n, V_VCPU]
+    ic = vs[n, V_IC]
+    if kind != EV_SWITCH and ev_thread[k] >= 0 and ev_thread[k] != t:
+        _warn(warn, W_THREAD_MISMATCH, vcpu, ic, k)
+    if vs[n, V_PENDING] != 0:
+        # An event before the vCPU's first instruction says what the thread was doing.
+        vs[n, V_PENDING] = 0
+        if kind != EV_SWITCH:
+            user_ctx = kind == EV_SYS_ENTRY or (kind == EV_INT_ENTRY and ev_user[k] != 0)
+            r = _push(t, CAT_APP if user_ctx else CAT_UNKNOWN, -1, -1, vcpu, ic, th, tstack,
+                      inst, cnt, params)
+            if r < 0:
+                return r
+    if kind == EV_SWITCH:
+        prev = ev_prev[k]
+        if prev >= 0 and prev != t:
+            _warn(warn, W_PREV_MISMATCH, vcpu, ic, k)
+        th[t, T_RUNNING] = -1
+        if th[t, T_DYING] != 0:
+            # Its last switch: whatever it had open ends here, and its key may come back as a
+            # new task.
+            th[t, T_DYING] = 0
+            th[t, T_DEPTH] = 0
+            _leave(t, th, asp)
+        nxt = ev_thread[k]
+        if nxt < 0:
+            nxt = params[PR_PLACEHOLDER] + n
+        if th[nxt, T_RUNNING] >= 0 and th[nxt, T_RUNNING] != vcpu:
+            _warn(warn, W_RUNNING_ELSEWHERE, vcpu, ic, k)
+        th[nxt, T_RUNNING] = vcpu
+        vs[n, V_THREAD] = nxt
+        if th[nxt, T_DEPTH] == 0:
+            r = _push(nxt, CAT_UNKNOWN, -1, -1, vcpu, ic, th, tstack, inst, cnt, params)
+            if r < 0:
+                return r
+        return 0
+    if kind == EV_SYS_ENTRY or kind == EV_INT_ENTRY:
+        d = th[t, T_DEPTH]
+        from_user = kind == EV_SYS_ENTRY or ev_user[k] != 0
+        if from_user:
+            top = tstack[t, d - 1] if d > 0 else -1
+            if top < 0 or inst[top, I_CAT] != CAT_APP:
+                _warn(warn, W_SYSENTRY_NOT_APP if kind == EV_SYS_ENTRY else W_INTENTRY_NOT_APP,
+                      vcpu, ic, k)
+            elif inst[top, I_AUX] < 0:
+                _join(t, top, ev_aspace[k], th, asp, inst)
+            elif ev_aspace[k] >= 0 and inst[top, I_AUX] != ev_aspace[k]:
+                _warn(warn, W_ASPACE_CHANGED, vcpu, ic, k)
+        if kind == EV_SYS_ENTRY:
+            nr = ev_arg[k]
+            if nr == NR_EXIT_GROUP or nr == NR_EXIT_GROUP_IA32:
+                # The whole process goes: its space has no live member any more.
+                a = th[t, T_AS]
+                if a >= 0 and th[t, T_ASGEN] == asp[a, A_GEN]:
+                    asp[a, A_LIVE] = 0
+                th[t, T_AS] = -1
+            elif nr == NR_EXIT or nr == NR_EXIT_IA32:
+                _leave(t, th, asp)
+        cat = CAT_SYSCALL if kind == EV_SYS_ENTRY else CAT_INT
+        r = _push(t, cat, ev_slot[k], ev_arg[k], vcpu, ic, th, tstack, inst, cnt, params)
+        return r if r < 0 else 0
+    # A return: close the matching instance, or resolve the unknown context it ends.
+    want = CAT_SYSCALL if kind == EV_SYS_RETURN else CAT_INT
+    j = _find(t, want, CAT_UNKNOWN, th, tstack, inst)
+    if j < 0:
+        _warn(warn, W_SYSRET_NO_ENTRY if kind == EV_SYS_RETURN else W_INTRET_NO_ENTRY, vcpu,
+              ic, k)
+    else:
+        i = tstack[t, j]
+        if inst[i, I_CAT] == CAT_UNKNOWN:
+            inst[i, I_CAT] = want
+            inst[i, I_AUX] = -1
+            inst[i, I_FLAGS] |= IF_RESOLVED
+            _warn(warn, W_SYSRET_UNSEEN if kind == EV_SYS_RETURN else W_INTRET_UNSEEN, vcpu,
+                  ic, k)
+        _close_to(t, j, vcpu, ic, k, th, tstack, inst, warn)
+    if kind == EV_SYS_RETURN or ev_user[k] != 0:
+        return _to_user(t, ev_aspace[k], vcpu, ic, k, th, tstack, inst, cnt, params, warn, asp)
+    return _to_kernel(t, vcpu, ic, k, th, tstack, inst, cnt, params, warn)
+
+
+@numba.njit(cache=True)
+def _budget(inst, pcs, hkeys, cnt, params, depth):
+    """How many exec rows or events fit in the output arrays before the next check (each can
+    add at most ``2 * (margin + depth)`` instances and ``margin`` pieces and heat keys)."""
+    m = params[PR_MARGIN]
+    b = (inst.shape[0] - cnt[C_NINST]) // (2 * (m + depth))
+    b = min(b, (pcs.shape[0] - cnt[C_NPIECE]) // m)
+    b = min(b, (hkeys.shape[0] // 2 - cnt[C_NHEAT]) // m)
+    return b
+
+
+@numba.njit(cache=True, nogil=True)
+def _advance(n, stop_ev, stop_ic, chunk_blocks, chunk_row0, table,
+             ins_flags, ins_action, ins_page, tr_rows, tr_retired,
+             ev_icount, ev_kind, ev_thread, ev_prev, ev_arg, ev_slot, ev_aspace, ev_user,
+             vs, th, tstack, inst, pcs, hkeys, hcache, cnt, params, warn, asp):
+    """Run vCPU slot ``n`` through its events ``< stop_ev`` and instructions ``< stop_ic``.
+
+    ``chunk_blocks`` are the block ids of exec rows ``chunk_row0...``; ``table[id]`` is the
+    block's row of :attr:`CodeMap.table` (``B_N`` -1: missing or malformed).
+
+    Returns ``DONE``, ``NEED_CHUNK`` (exec rows past ``chunk_row0 + len(chunk_blocks)`` needed),
+    ``NEED_SPACE`` (grow ``inst``, ``pcs`` or ``hkeys`` and call again) or a negative error
+    status (its icount and event index are in ``cnt``).
+
+    The common case, a whole block with the same flags as the one before and no action
+    entry, changes no state: it only adds its page to the heat, and is handled without calling
+    the helpers (array arguments cost reference counting on every call).
+    """
+    epoch_len = params[PR_EPOCH]
+    depth = tstack.shape[1]
+    nrows = chunk_blocks.shape[0]
+    ntable = table.shape[0]
+    ntr = tr_rows.shape[0]
+    budget = 0
+    last_flags = -1  # flags of the last block stepped; -1 after any state change
+    last_slot = -1
+    last_key = -1
+    ic = vs[n, V_IC]
+    row = vs[n, V_ROW]
+    off = vs[n, V_OFF]
+    tr = vs[n, V_TR]
+    epoch = ic // epoch_len
+    epoch_end = (epoch + 1) * epoch_len
+    status = DONE
+    while True:
+        k = vs[n, V_EV]
+        target = ev_icount[k] if k < stop_ev else stop_ic
+        if target < ic:
+            status = ERR_BEHIND
+            break
+        while ic < target:
+            if budget <= 0:
+                budget = _budget(inst, pcs, hkeys, cnt, params, depth)
+                if budget <= 0:
+                    status = NEED_SPACE
+                    break
+            budget -= 1
+            r = row - chunk_row0
+            if r >= nrows:
+                status = NEED_CHUNK
+                break
+            b = np.int64(chunk_blocks[r])
+            size = table[b, B_N] if b < ntable else -1
+            if size < 0:
+                status = ERR_BLOCK
+                break
+            while tr < ntr and tr_rows[tr] < row:
+                tr += 1
+            if tr < ntr and tr_rows[tr] == row and tr_retired[tr] < size:
+                size = tr_retired[tr]
+            if off >= size:
+                row += 1
+                off = 0
+                continue
+            take = size - off
+            if target - ic < take:
+                take = target - ic
+            if ic >= epoch_end:
+                # Division is slow; epochs change rarely.
+                epoch = ic // epoch_len
+                epoch_end = (epoch + 1) * epoch_len
+            if epoch_end - ic < take:
+                take = epoch_end - ic
+            s = table[b, B_START]
+            bf = table[b, B_FLAGS]
+            if bf != F_MIXED:
+                action = table[b, B_ACTION] if off == 0 else -1
+                if bf == last_flags and action < 0:
+                    slot = last_slot
+                else:
+                    vs[n, V_IC] = ic
+                    vs[n, V_ROW] = row
+                    vs[n, V_OFF] = off
+                    slot = _step(n, bf, action, vs, th, tstack, inst, pcs, cnt, params, warn)
+                    if slot < -1:
+                        status = slot + 10
+                        break
+                    last_flags = bf
+                    last_slot = slot
+                if slot >= 0:
+                    pg = table[b, B_PAGE]
+                    if pg >= 0:
+                        key = (epoch << (SLOT_BITS + PAGE_BITS)) | (slot << PAGE_BITS) | pg
+                        if key != last_key:
+                            last_key = key
+                            if hcache[n, pg & (HCACHE - 1)] != key:
+                                _heat(n, epoch, slot, pg, hkeys, hcache, cnt, params)
+                    else:
+                        for j in range(off, off + take):
+                            pg = np.int64(ins_page[s + j])
+                            if pg >= 0:
+                                _heat(n, epoch, slot, pg, hkeys, hcache, cnt, params)
+                            else:
+                                cnt[C_UNKPAGE] += 1
+                ic += take
+            else:
+                last_flags = -1
+                vs[n, V_ROW] = row
+                vs[n, V_OFF] = off
+                for j in range(off, off + take):
+                    vs[n, V_IC] = ic
+                    vs[n, V_OFF] = j
+                    slot = _step(n, np.int64(ins_flags[s + j]), np.int64(ins_action[s + j]),
+                                 vs, th, tstack, inst, pcs, cnt, params, warn)
+                    if slot < -1:
+                        break
+                    if slot >= 0:
+                        pg = np.int64(ins_page[s + j])
+                        if pg >= 0:
+                            _heat(n, epoch, slot, pg, hkeys, hcache, cnt, params)
+                        else:
+                            cnt[C_UNKPAGE] += 1
+                    ic += 1
+                if slot < -1:
+                    status = slot + 10
+                    break
+            off += take
+            if off >= size:
+                row += 1
+                off = 0
+        if status != DONE or k >= stop_ev:
+            break
+        if budget <= 0:
+            budget = _budget(inst, pcs, hkeys, cnt, params, depth)
+            if budget <= 0:
+                status = NEED_SPACE
+                break
+        budget -= 1
+        vs[n, V_IC] = ic
+        vs[n, V_ROW] = row
+        vs[n, V_OFF] = off
+        r = _event(n, k, ev_icount, ev_kind, ev_thread, ev_prev, ev_arg, ev_slot, ev_aspace,
+                   ev_user, vs, th, tstack, inst, cnt, params, warn, asp)
+        last_flags = -1
+        if r < 0:
+            status = r
+            break
+        vs[n, V_EV] = k + 1
+    vs[n, V_IC] = ic
+    vs[n, V_ROW] = row
+    vs[n, V_OFF] = off
+    vs[n, V_TR] = tr
+    if status < 0:
+        cnt[C_ERR] = status
+        cnt[C_ERR_IC] = ic
+        cnt[C_ERR_EV] = vs[n, V_EV]
+        cnt[C_ERR_ROW] = row
+    return status
+
+
+@numba.njit(cache=True)
+def _finish(n, vs, pcs, inst):
+    """Close vCPU slot ``n``'s open piece at the end of its stream."""
+    _close_piece(n, vs, pcs, inst)
+
+
+@numba.njit(cache=True)
+def _rehash(hkeys, new_size):
+    """The heat set's keys in a table of ``new_size`` (a power of two) slots."""
+    out = np.full(new_size, -1, dtype=np.int64)
+    mask = new_size - 1
+    for key in hkeys:
+        if key >= 0:
+            h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(20)) & mask
+            while out[h] >= 0:
+                h = (h + 1) & mask
+            out[h] = key
+    return out

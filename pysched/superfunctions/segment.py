@@ -1,0 +1,462 @@
+"""Segmentation of a trace into SuperFunction instances: the driver around :mod:`.kernel`.
+
+vCPUs are walked in context-switch order: a vCPU's run between two switches is processed when
+every run that started earlier (by the switches' ``time_ns``) has been, so a thread that
+migrates continues on its new vCPU with the instance stack it left on the old one. Each vCPU's
+exec stream is read one part file at a time, so memory is bounded by a part per vCPU plus the
+outputs (instances, pieces and the set of (epoch, slot, page) heat entries).
+
+After the walk, kernel-thread contexts are told from unresolved ones, and every instance gets
+its superFuncType; applications and kernel threads need the pages they executed over the whole
+trace for that, which is why types are assigned at the end (heat is first gathered per slot).
+"""
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pysched.trace import Part, Trace, TraceError, open_trace
+from pysched.trace.execstream import truncations
+
+from . import kernel as K
+from .codemap import CodeMap, trace_codemap
+from .events import EV_SWITCH, TraceEvents, load_events
+from .functype import (
+    UNKNOWN_TYPE,
+    Category,
+    application_type,
+    bottom_half_type,
+    describe,
+    interrupt_type,
+    kernel_thread_type,
+    syscall_type,
+)
+from .symbols import KernelSymbols, trace_symbols
+
+#: Default epoch: 3 ms (the paper's, section 4.4) at 2 GHz and an IPC of 1.0, i.e. 6 million
+#: instructions of each vCPU. Epoch k of a vCPU is its instructions [k * len, (k + 1) * len).
+CLOCK_HZ = 2_000_000_000
+IPC = 1.0
+EPOCH_SECONDS = 0.003
+DEFAULT_EPOCH = int(EPOCH_SECONDS * CLOCK_HZ * IPC)
+
+MAX_DEPTH = 64
+_INF = 1 << 62
+
+
+@dataclass
+class Segmentation:
+    """SuperFunction instances of a trace, the pieces of the instruction streams they ran, and
+    the code pages each superFuncType executed per epoch.
+
+    Attributes
+    ----------
+    path : str
+        The trace directory.
+    epoch_len : int
+        Instructions per vCPU per epoch.
+    instances : pandas.DataFrame
+        One row per instance, ``id`` = row index: ``type`` (uint64 superFuncType),
+        ``category`` (:class:`Category`), ``parent`` (instance id, -1 at a thread's bottom),
+        ``thread`` (task_struct key, 0 for a vCPU whose thread is never named), ``thread_id``
+        (dense), ``vcpu`` (where it started), ``start_vcpu``/``start_icount`` and
+        ``end_vcpu``/``end_icount`` (vCPU and counter of its first instruction and one past its
+        last; a migrated instance ends on another vCPU), ``insns`` (all its instructions),
+        ``sched_insns`` (those in scheduler code), ``number`` (system call number or vector;
+        -1 unknown or not applicable), ``handler`` (bottom half: the action's address),
+        ``cr3`` (application: its address space) and ``generation`` (which use of that ``cr3``:
+        page-table roots are reused once a process is gone), ``resolved`` (category learned
+        from a return whose entry the trace does not have), ``popped`` (closed by a return
+        that did not match it).
+    pieces : pandas.DataFrame
+        Maximal runs of one instance on one vCPU: ``instance``, ``vcpu``, ``start``, ``stop``
+        (instruction counters, ``stop`` exclusive), ``row_start``, ``row_stop`` (exec rows that
+        hold them: expand that window and keep counters ``[start, stop)``), ``sched`` (all
+        scheduler code, or none). They tile every vCPU's stream in order.
+    heat : pandas.DataFrame
+        ``epoch``, ``type``, ``pfn``: the code frames each superFuncType executed in each epoch
+        (scheduler code left out), one row per distinct triple.
+    types : pandas.DataFrame
+        Per superFuncType: ``type``, ``category``, ``label``, ``instances``, ``insns``
+        (excluding scheduler code), ``sched_insns``.
+    warnings : list of dict
+        Counted irregularities: ``code``, ``text``, ``count``, the first ``where``, and
+        ``severity``: ``info`` for what every trace has (returns whose entries predate the
+        trace, new threads' first returns), ``warning`` for what a well-formed trace should
+        not have (missing or unmatched events).
+    vcpu_insns : dict of int to int
+        Instructions of each vCPU's stream.
+    unknown_frame_insns : int
+        Instructions with an unknown frame (left out of the heat).
+    actions : dict of int to str
+        Softirq action address -> name, as found in ``System.map``.
+    thread_keys : numpy.ndarray of uint64
+        Thread key of each ``thread_id`` (placeholders: 0).
+    """
+
+    path: str
+    epoch_len: int
+    instances: pd.DataFrame
+    pieces: pd.DataFrame
+    heat: pd.DataFrame
+    types: pd.DataFrame
+    warnings: list[dict]
+    vcpu_insns: dict[int, int]
+    unknown_frame_insns: int
+    actions: dict[int, str]
+    thread_keys: np.ndarray = field(repr=False)
+
+    @property
+    def total_insns(self) -> int:
+        return sum(self.vcpu_insns.values())
+
+    @property
+    def nepochs(self) -> int:
+        """Epochs of the longest vCPU (the last one may be partial)."""
+        longest = max(self.vcpu_insns.values(), default=0)
+        return -(-longest // self.epoch_len)
+
+    def label(self, functype: int) -> str:
+        """Human label of a superFuncType of this trace."""
+        row = self.types.loc[self.types["type"] == np.uint64(functype)]
+        if len(row):
+            return str(row["label"].iloc[0])
+        return describe(functype, names=self.actions)
+
+    def warning_summary(self) -> str:
+        """One line per warning kind, with its count and first location."""
+        return "\n".join(f"{w['count']:>8}  {w['severity']}: {w['text']} (first: {w['where']})"
+                         for w in self.warnings)
+
+
+class _Reader:
+    """One vCPU's exec stream, one part file at a time; the next part is read in a background
+    thread while the kernel (which releases the GIL) works on the current one."""
+
+    def __init__(self, trace: Trace, vcpu: int, cm: CodeMap, pool: ThreadPoolExecutor) -> None:
+        self.trace, self.vcpu, self.cm, self.pool = trace, vcpu, cm, pool
+        self._parts = iter(trace.parts("exec", vcpu))
+        self.row0 = 0
+        self.part = None
+        self.blocks = np.zeros(0, dtype=np.uint32)
+        self.ids = self.blocks
+        self._next = self._prefetch()
+
+    def _read(self, part: Part) -> tuple[Part, np.ndarray, np.ndarray]:
+        blocks = self.trace.read_part(part).column("block").to_numpy()
+        return part, blocks, self.cm.kernel_ids(blocks)
+
+    def _prefetch(self) -> Future | None:
+        part = next(self._parts, None)
+        return None if part is None else self.pool.submit(self._read, part)
+
+    def next(self) -> bool:
+        """Load the next part; False at the end of the stream."""
+        if self._next is None:
+            return False
+        self.row0 += len(self.blocks)
+        self.part, self.blocks, self.ids = self._next.result()
+        self._next = self._prefetch()
+        return True
+
+    def bad_block(self, row: int) -> str:
+        """Message for an unusable block at exec ``row`` (in the loaded part)."""
+        b = int(self.blocks[row - self.row0])
+        p = int(self.cm.idx.lookup(np.array([b], dtype=np.uint32))[0])
+        why = ("is not in the blocks table" if p < 0 else
+               "has malformed insns rows (run `pysched check`)")
+        return f"{self.part.path}: vCPU {self.vcpu} exec row {row}: block {b} {why}"
+
+
+def _segments(events: TraceEvents, order: list[int]) -> list[tuple[int, int, int, int]]:
+    """``(start_time, vcpu slot, stop event, stop icount)`` of every run between switches, in
+    processing order."""
+    out = []
+    for n, v in enumerate(order):
+        ev = events.vcpus[v]
+        sw = np.flatnonzero(ev.kind == EV_SWITCH)
+        starts = [-1] + [int(ev.time_ns[k]) for k in sw]
+        stops = [(int(k), int(ev.icount[k])) for k in sw] + [(len(ev), _INF)]
+        out += [(s, n, e, ic) for s, (e, ic) in zip(starts, stops)]
+    out.sort(key=lambda x: (x[0], x[1]))
+    return out
+
+
+class _State:
+    """The kernel's arrays, grown on demand."""
+
+    def __init__(self, nvcpu: int, nthreads: int, naspaces: int, params: np.ndarray) -> None:
+        self.vs = np.zeros((nvcpu, K.NV), dtype=np.int64)
+        self.th = np.zeros((nthreads, K.NT), dtype=np.int64)
+        self.th[:, K.T_RUNNING] = -1
+        self.th[:, K.T_AS] = -1
+        self.asp = np.zeros((max(naspaces, 1), K.NA), dtype=np.int64)
+        self.tstack = np.zeros((nthreads, MAX_DEPTH), dtype=np.int64)
+        self.inst = np.zeros((1 << 14, K.NI), dtype=np.int64)
+        self.pcs = np.zeros((1 << 16, K.NP), dtype=np.int64)
+        self.hkeys = np.full(1 << 18, -1, dtype=np.int64)
+        self.hcache = np.full((nvcpu, K.HCACHE), -1, dtype=np.int64)
+        self.cnt = np.zeros(K.NC, dtype=np.int64)
+        self.warn = np.zeros((K.NW, 4), dtype=np.int64)
+        self.params = params
+
+    def grow(self) -> None:
+        """Double whichever output array keeps :func:`kernel._budget` at zero."""
+        c, m, d = self.cnt, int(self.params[K.PR_MARGIN]), MAX_DEPTH
+        while len(self.inst) - c[K.C_NINST] < 2 * (m + d):
+            self.inst = np.concatenate([self.inst, np.zeros_like(self.inst)])
+        while len(self.pcs) - c[K.C_NPIECE] < m:
+            self.pcs = np.concatenate([self.pcs, np.zeros_like(self.pcs)])
+        size = len(self.hkeys)
+        while size // 2 - c[K.C_NHEAT] < m:
+            size *= 2
+        if size != len(self.hkeys):
+            self.hkeys = K._rehash(self.hkeys, size)
+
+
+def segment(trace: Trace | str | Path, epoch_len: int = DEFAULT_EPOCH,
+            system_map: str | Path | None = None,
+            symbols: KernelSymbols | None = None) -> Segmentation:
+    """Cut a trace into SuperFunction instances (see the module docstring).
+
+    Parameters
+    ----------
+    trace : Trace or path
+    epoch_len : int
+        Instructions per vCPU per epoch for the heat (default :data:`DEFAULT_EPOCH`).
+    system_map : path, optional
+        The guest kernel's ``System.map`` (default: found by
+        :func:`pysched.superfunctions.symbols.find_system_map`).
+    symbols : KernelSymbols, optional
+        Already loaded symbols (overrides ``system_map``).
+
+    Returns
+    -------
+    Segmentation
+
+    Raises
+    ------
+    TraceError
+        On a trace the segmentation cannot follow: missing tables or columns, events out of
+        order or beyond the end of their vCPU's stream, more than one recording window,
+        unusable blocks, no System.map. Irregularities it can follow (unmatched returns,
+        thread mismatches, ...) are counted in :attr:`Segmentation.warnings` instead.
+    """
+    if not isinstance(trace, Trace):
+        trace = open_trace(trace)
+    if int(epoch_len) <= 0:
+        raise ValueError(f"epoch_len must be a positive number of instructions, got {epoch_len}")
+    epoch_len = int(epoch_len)
+    syms = symbols if symbols is not None else trace_symbols(trace, system_map)
+    cm = trace_codemap(trace, syms)
+    ev = load_events(trace)
+    order = trace.vcpus
+    nv = len(order)
+    # Heat slots: system call numbers, vectors and softirq actions are known up front;
+    # every application, unknown-context or kernel-thread instance gets a slot of its own,
+    # grouped into a type at the end.
+    bh_base = len(ev.syscall_nrs) + len(ev.vectors)
+    nstatic = bh_base + len(cm.actions)
+    max_rows = max((trace.num_rows("exec", v) for v in order), default=0)
+    max_block = int(cm.blk_n.max()) if len(cm.blk_n) else 1
+    epochs_bound = max_rows * max_block // epoch_len + 1
+    if epochs_bound >= 1 << K.EPOCH_BITS:
+        raise ValueError(f"{trace.path}: epoch_len {epoch_len} gives up to {epochs_bound} epochs "
+                         f"per vCPU; at most {(1 << K.EPOCH_BITS) - 1} are supported, use "
+                         "longer epochs")
+    if len(cm.pfns) >= 1 << K.PAGE_BITS or nstatic >= K.MAX_SLOTS:
+        raise TraceError(f"{trace.path}: {len(cm.pfns)} distinct code frames and {nstatic} "
+                         "system call/vector/action types exceed the heat key fields")
+    params = np.zeros(K.NPR, dtype=np.int64)
+    params[K.PR_EPOCH] = epoch_len
+    params[K.PR_NSTATIC] = nstatic
+    params[K.PR_BHBASE] = bh_base
+    params[K.PR_MARGIN] = max_block + 64
+    params[K.PR_PLACEHOLDER] = len(ev.thread_keys)
+
+    st = _State(nv, ev.nthreads, len(ev.aspaces), params)
+    for n, v in enumerate(order):
+        st.vs[n, K.V_THREAD] = ev.first_thread[v]
+        st.vs[n, K.V_PIECE] = -1
+        st.vs[n, K.V_PENDING] = 1
+        st.vs[n, K.V_VCPU] = v
+        st.th[ev.first_thread[v], K.T_RUNNING] = v
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        _walk(trace, st, ev, cm, order, [_Reader(trace, v, cm, pool) for v in order])
+    for n in range(nv):
+        K._finish(n, st.vs, st.pcs, st.inst)
+    return _assemble(trace, epoch_len, st, ev, cm, order)
+
+
+def _walk(trace: Trace, st: _State, ev: TraceEvents, cm: CodeMap, order: list[int],
+          readers: list[_Reader]) -> None:
+    """Run every vCPU through the kernel, run by run in switch order (module docstring)."""
+    trunc = [tuple(a.astype(np.int64) for a in truncations(trace, v)) for v in order]
+    for _, n, stop_ev, stop_ic in _segments(ev, order):
+        v, rd = order[n], readers[n]
+        e = ev.vcpus[v]
+        while True:
+            status = K._advance(
+                n, stop_ev, stop_ic, rd.ids, rd.row0, cm.table,
+                cm.ins_flags, cm.ins_action, cm.ins_page, trunc[n][0], trunc[n][1],
+                e.icount, e.kind, e.thread, e.prev, e.arg, e.slot, e.aspace, e.user,
+                st.vs, st.th, st.tstack, st.inst, st.pcs, st.hkeys, st.hcache, st.cnt,
+                st.params, st.warn, st.asp)
+            if status == K.DONE:
+                break
+            if status == K.NEED_SPACE:
+                st.grow()
+            elif status == K.NEED_CHUNK:
+                if not rd.next():
+                    k = int(st.vs[n, K.V_EV])
+                    if k < min(stop_ev, len(e)):
+                        raise TraceError(
+                            f"{trace.path}: vCPU {v}: {e.where(k)} lies beyond the end of "
+                            f"the exec stream ({int(st.vs[n, K.V_IC])} instructions)")
+                    break
+            elif status == K.ERR_BLOCK:
+                raise TraceError(rd.bad_block(int(st.cnt[K.C_ERR_ROW])))
+            else:
+                k = int(st.cnt[K.C_ERR_EV])
+                at = e.where(k) if 0 <= k < len(e) else f"icount {int(st.cnt[K.C_ERR_IC])}"
+                raise TraceError(f"{trace.path}: vCPU {v}: "
+                                 f"{K.ERROR_TEXT.get(status, status)} at {at}")
+
+
+def _assemble(trace: Trace, epoch_len: int, st: _State, ev: TraceEvents, cm: CodeMap,
+              order: list[int]) -> Segmentation:
+    """Turn the kernel's arrays into :class:`Segmentation` (categories and types included)."""
+    ninst = int(st.cnt[K.C_NINST])
+    inst = st.inst[:ninst]
+    pcs = st.pcs[:int(st.cnt[K.C_NPIECE])]
+    cat = inst[:, K.I_CAT].copy()
+    aux = inst[:, K.I_AUX]
+    tid = inst[:, K.I_THREAD]
+    slot = inst[:, K.I_SLOT]
+    params = st.params
+    # A thread with no application or system call instance is a kernel thread: its contexts
+    # of unknown start are its own code.
+    user_threads = np.unique(tid[(cat == K.CAT_APP) | (cat == K.CAT_SYSCALL)])
+    kth = (cat == K.CAT_UNKNOWN) & ~np.isin(tid, user_threads)
+    cat[kth] = int(Category.KERNEL_THREAD)
+
+    # Heat keys -> (epoch, slot, page).
+    keys = st.hkeys[st.hkeys >= 0]
+    h_page = keys & ((1 << K.PAGE_BITS) - 1)
+    h_slot = (keys >> K.PAGE_BITS) & (K.MAX_SLOTS - 1)
+    h_epoch = keys >> (K.PAGE_BITS + K.SLOT_BITS)
+
+    # Every slot has a type known up front, or belongs to a group whose type is the checksum
+    # of the frames the group executed over the whole trace: an address space's generation
+    # (a process), an application instance whose space never showed, or a kernel thread.
+    nsys = len(ev.syscall_nrs)
+    bh_base, nstatic = int(params[K.PR_BHBASE]), int(params[K.PR_NSTATIC])
+    nslots = nstatic + int(st.cnt[K.C_NDYN])
+    act_pc = np.array([pc for _, pc in cm.actions], dtype=np.uint64)
+    slot_type = np.zeros(nslots, dtype=np.uint64)
+    slot_group = np.full(nslots, -1, dtype=np.int64)
+    for s_, nr in enumerate(ev.syscall_nrs.tolist()):
+        slot_type[s_] = syscall_type(nr)
+    for s_, vec in enumerate(ev.vectors.tolist()):
+        slot_type[nsys + s_] = interrupt_type(vec)
+    for s_, pc in enumerate(act_pc.tolist()):
+        slot_type[bh_base + s_] = bottom_half_type(pc)
+    groups: dict[tuple, int] = {}
+    gen = inst[:, K.I_GEN]
+    for i in np.flatnonzero(slot >= nstatic).tolist():
+        c, s_ = int(cat[i]), int(slot[i])
+        if c == K.CAT_APP:
+            key = ("app", int(aux[i]), int(gen[i])) if aux[i] >= 0 else ("instance", i)
+            slot_group[s_] = groups.setdefault(key, len(groups))
+        elif c == int(Category.KERNEL_THREAD):
+            slot_group[s_] = groups.setdefault(("kthread", int(tid[i])), len(groups))
+        elif c == K.CAT_SYSCALL:
+            slot_type[s_] = syscall_type(None)
+        elif c == K.CAT_INT:
+            slot_type[s_] = interrupt_type(None)
+        else:
+            slot_type[s_] = UNKNOWN_TYPE
+    gkeys = list(groups)
+    pfn = cm.pfns[h_page] if len(keys) else np.zeros(0, dtype=np.uint64)
+    hg = slot_group[h_slot]
+    order_g = np.argsort(hg, kind="stable")
+    bounds = np.searchsorted(hg[order_g], np.arange(len(gkeys) + 1))
+    gtype = np.zeros(len(gkeys), dtype=np.uint64)
+    for g, key in enumerate(gkeys):
+        pages = pfn[order_g[bounds[g]:bounds[g + 1]]]
+        gtype[g] = (kernel_thread_type(pages) if key[0] == "kthread"
+                    else application_type(pages))
+    has_group = slot_group >= 0
+    slot_type[has_group] = gtype[slot_group[has_group]]
+
+    itype = slot_type[slot]
+    heat = pd.DataFrame({"epoch": h_epoch.astype(np.int64), "type": slot_type[h_slot],
+                         "pfn": pfn.astype(np.uint64)})
+    heat = heat.drop_duplicates().sort_values(["epoch", "type", "pfn"], ignore_index=True)
+
+    tkeys = np.concatenate([ev.thread_keys, np.zeros(len(order), np.uint64)])
+    number = np.where((cat == K.CAT_SYSCALL) | (cat == K.CAT_INT), aux, -1)
+    handler = np.zeros(ninst, dtype=np.uint64)
+    bh = cat == K.CAT_BH
+    handler[bh] = act_pc[aux[bh]]
+    cr3 = np.zeros(ninst, dtype=np.uint64)
+    app = (cat == K.CAT_APP) & (aux >= 0)
+    cr3[app] = ev.aspaces[aux[app]]
+    instances = pd.DataFrame({
+        "type": itype,
+        "category": cat.astype(np.int8),
+        "parent": inst[:, K.I_PARENT],
+        "thread": tkeys[tid],
+        "thread_id": tid,
+        "vcpu": inst[:, K.I_START_V].astype(np.int32),
+        "start_vcpu": inst[:, K.I_START_V].astype(np.int32),
+        "start_icount": inst[:, K.I_START_IC],
+        "end_vcpu": inst[:, K.I_END_V].astype(np.int32),
+        "end_icount": inst[:, K.I_END_IC],
+        "insns": inst[:, K.I_INSNS],
+        "sched_insns": inst[:, K.I_SCHED],
+        "number": number,
+        "handler": handler,
+        "cr3": cr3,
+        "generation": np.where(app, inst[:, K.I_GEN], -1),
+        "resolved": (inst[:, K.I_FLAGS] & K.IF_RESOLVED) != 0,
+        "popped": (inst[:, K.I_FLAGS] & K.IF_POPPED) != 0,
+    })
+    instances.index.name = "id"
+    pieces = pd.DataFrame({
+        "instance": pcs[:, K.P_INST],
+        "vcpu": pcs[:, K.P_VCPU].astype(np.int32),
+        "start": pcs[:, K.P_START],
+        "stop": pcs[:, K.P_STOP],
+        "row_start": pcs[:, K.P_ROW0],
+        "row_stop": pcs[:, K.P_ROW1],
+        "sched": pcs[:, K.P_SCHED].astype(bool),
+    })
+    pieces = pieces.sort_values(["vcpu", "start"], ignore_index=True)
+
+    names = {int(pc): name for name, pc in cm.actions}
+    types = (instances.assign(work=instances["insns"] - instances["sched_insns"])
+             .groupby("type", sort=True)
+             .agg(category=("category", "first"), instances=("category", "size"),
+                  insns=("work", "sum"), sched_insns=("sched_insns", "sum"))
+             .reset_index())
+    types["label"] = [describe(t, c, names) for t, c in zip(types["type"], types["category"])]
+
+    warnings = []
+    for w in range(K.NW):
+        count, v, ic, k = (int(x) for x in st.warn[w])
+        if count:
+            where = f"vCPU {v} icount {ic}"
+            if k >= 0 and v in ev.vcpus and k < len(ev.vcpus[v]):
+                where = f"vCPU {v} {ev.vcpus[v].where(k)}"
+            warnings.append({"code": w, "text": K.WARNING_TEXT[w], "count": count,
+                             "where": where,
+                             "severity": "info" if w in K.EXPECTED_WARNINGS else "warning"})
+    vcpu_insns = {v: int(st.vs[n, K.V_IC]) for n, v in enumerate(order)}
+    return Segmentation(str(trace.path), epoch_len, instances, pieces, heat, types, warnings,
+                        vcpu_insns, int(st.cnt[K.C_UNKPAGE]), names, tkeys)
+

@@ -1,0 +1,600 @@
+"""The segmentation kernel against a slow, per-instruction twin, on hand-made and random traces.
+
+The twin follows the rules of :mod:`pysched.superfunctions.kernel` one instruction at a time
+with Python lists and dicts, on the fully expanded streams and a symbol lookup per instruction:
+no block fast path, no part-by-part streaming, no capacity handling, no heat slots. Random
+well-formed traces come from a small simulated machine (threads with true instance stacks,
+several vCPUs, migrations, nested interrupts, softirqs, fork, execve and exit).
+"""
+from __future__ import annotations
+
+import bisect
+import random
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import tracefactory as tf
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pysched.superfunctions import (
+    SCHEDULER_FUNCTIONS,
+    SOFTIRQ_ACTIONS,
+    SOFTIRQ_DISPATCHERS,
+    UNKNOWN_TYPE,
+    Category,
+    application_type,
+    bottom_half_type,
+    interrupt_type,
+    kernel_thread_type,
+    segment,
+    syscall_type,
+)
+from pysched.superfunctions.symbols import TASK_DEAD_FUNCTIONS
+from pysched.trace import block_start_icount, expand, open_trace
+
+SYS, INT, BH, APP, KTH, UNK = (int(c) for c in (Category.SYSCALL, Category.INTERRUPT,
+                                                 Category.BOTTOM_HALF, Category.APPLICATION,
+                                                 Category.KERNEL_THREAD, Category.UNKNOWN))
+IA32 = 1 << 32
+
+
+# --- the twin ------------------------------------------------------------------------------
+
+class Twin:
+    """Per-instruction segmentation of a trace directory."""
+
+    def __init__(self, root: Path, epoch_len: int) -> None:
+        self.trace = open_trace(root)
+        self.L = epoch_len
+        lines = [ln.split() for ln in (root / "System.map").read_text().splitlines()]
+        syms = sorted((int(a, 16), n) for a, t, n in lines if t in "tTwW")
+        self.sym_addr = [a for a, _ in syms]
+        self.sym_name = [n for _, n in syms]
+        self.inst: list[dict] = []
+        self.stack: dict[object, list[int]] = {}
+        self.running: dict[object, int] = {}
+        self.member: dict[object, tuple[int, int]] = {}   # thread -> (cr3, generation)
+        self.live: dict[int, int] = {}
+        self.gen: dict[int, int] = {}
+        self.dying: set = set()
+        self.heat: set[tuple[int, int, int]] = set()      # (epoch, instance, pfn)
+        self.label: dict[int, list] = {}
+
+    # symbols
+    def where(self, pc: int) -> tuple[str, bool]:
+        """Base name of the function holding ``pc`` and whether pc is its first byte."""
+        i = bisect.bisect_right(self.sym_addr, pc) - 1
+        if i < 0:
+            return "", False
+        name = self.sym_name[i]
+        return name.split(".")[0], self.sym_addr[i] == pc
+
+    def flags(self, pc: int) -> tuple[bool, bool, bool, bool, int]:
+        user = pc < 1 << 63
+        name, first = ("", False) if user else self.where(pc)
+        action = -1
+        if first and name in SOFTIRQ_ACTIONS:
+            action = self.action_pc.index(pc)
+        return (user, name in SCHEDULER_FUNCTIONS, name in SOFTIRQ_DISPATCHERS,
+                name in TASK_DEAD_FUNCTIONS, action)
+
+    # instances
+    def push(self, t, cat, aux, v, ic) -> int:
+        st = self.stack.setdefault(t, [])
+        self.inst.append({"cat": cat, "aux": aux, "parent": st[-1] if st else -1, "thread": t,
+                          "gen": -1, "resolved": False})
+        st.append(len(self.inst) - 1)
+        return len(self.inst) - 1
+
+    def leave(self, t) -> None:
+        if t in self.member:
+            a, g = self.member.pop(t)
+            if self.gen[a] == g and self.live[a] > 0:
+                self.live[a] -= 1
+
+    def join(self, t, i, a) -> None:
+        self.inst[i]["aux"] = a
+        if a < 0:
+            return
+        if self.member.get(t) != (a, self.gen.get(a, 0)):
+            self.leave(t)
+            if self.live.get(a, 0) == 0:
+                self.gen[a] = self.gen.get(a, 0) + 1
+            self.live[a] = self.live.get(a, 0) + 1
+            self.member[t] = (a, self.gen[a])
+        self.inst[i]["gen"] = self.gen[a]
+
+    def to_user(self, t, a, v, ic) -> None:
+        st = self.stack[t]
+        while st and self.inst[st[-1]]["cat"] != APP:
+            st.pop()
+        if st:
+            top = self.inst[st[-1]]
+            if top["aux"] < 0:
+                self.join(t, st[-1], a)
+                return
+            if a < 0 or top["aux"] == a:
+                return
+            st.pop()
+            self.leave(t)
+        self.join(t, self.push(t, APP, -1, v, ic), a)
+
+    def step(self, v: int, ic: int, pc: int, paddr: int) -> None:
+        t = self.cur[v]
+        user, sched, dispatch, dead, action = self.flags(pc)
+        st = self.stack.setdefault(t, [])
+        if self.pending[v] or not st:
+            self.pending[v] = False
+            self.push(t, APP if user else UNK, -1, v, ic)
+        cat = self.inst[st[-1]]["cat"]
+        if user and cat != APP:
+            while st and self.inst[st[-1]]["cat"] != APP:
+                st.pop()
+            if not st:
+                self.push(t, APP, -1, v, ic)
+        elif not user:
+            if cat == APP:
+                self.push(t, UNK, -1, v, ic)
+                cat = UNK
+            if cat == BH and dispatch:
+                st.pop()
+                cat = self.inst[st[-1]]["cat"]
+            if action >= 0 and cat != BH:
+                self.push(t, BH, action, v, ic)
+        if dead:
+            self.dying.add(t)
+        top = st[-1]
+        self.label[v][ic] = (top, sched)
+        if not sched and paddr != 2**64 - 1:
+            self.heat.add((ic // self.L, top, paddr >> 12))
+
+    def event(self, v: int, e: dict) -> None:
+        t = self.cur[v]
+        kind = e["kind"]
+        ic = e["icount"]
+        if self.pending[v]:
+            self.pending[v] = False
+            if kind != "switch":
+                user_ctx = kind == "sys_entry" or (kind == "int_entry" and e["user"])
+                self.push(t, APP if user_ctx else UNK, -1, v, ic)
+        if kind == "switch":
+            self.running.pop(t, None)
+            if t in self.dying:
+                self.dying.discard(t)
+                self.stack[t] = []
+                self.leave(t)
+            nxt = e["next"] if e["next"] != 0 else ("placeholder", v)
+            self.running[nxt] = v
+            self.cur[v] = nxt
+            if not self.stack.get(nxt):
+                self.push(nxt, UNK, -1, v, ic)
+            return
+        st = self.stack[t]
+        if kind in ("sys_entry", "int_entry"):
+            if kind == "sys_entry" or e["user"]:
+                if st and self.inst[st[-1]]["cat"] == APP and self.inst[st[-1]]["aux"] < 0:
+                    self.join(t, st[-1], e["aspace"])
+            if kind == "sys_entry":
+                if e["nr"] in (231, IA32 + 252):
+                    if t in self.member:
+                        a, g = self.member.pop(t)
+                        if self.gen[a] == g:
+                            self.live[a] = 0
+                elif e["nr"] in (60, IA32 + 1):
+                    self.leave(t)
+            self.push(t, SYS if kind == "sys_entry" else INT,
+                      e["nr"] if kind == "sys_entry" else e["vector"], v, ic)
+            return
+        want = SYS if kind == "sys_return" else INT
+        j = None
+        for d in range(len(st) - 1, -1, -1):
+            c = self.inst[st[d]]["cat"]
+            if c in (want, UNK):
+                j = d
+                break
+            if c == APP:
+                break
+        if j is not None:
+            if self.inst[st[j]]["cat"] == UNK:
+                self.inst[st[j]].update(cat=want, aux=-1, resolved=True)
+            del st[j:]
+        if kind == "sys_return" or e["user"]:
+            self.to_user(t, e["aspace"], v, ic)
+        elif not st or self.inst[st[-1]]["cat"] == APP:
+            self.push(t, UNK, -1, v, ic)
+
+    def events(self, v: int) -> list[dict]:
+        tr = self.trace
+        out = []
+        s, i, w = tr.df("syscalls", v), tr.df("interrupts", v), tr.df("switches", v)
+        for r in s.itertuples():
+            nr = int(r.nr) + (IA32 if r.abi == 32 else 0)
+            out.append(dict(icount=r.icount, t=r.time_ns, src=0, row=r.Index, thread=r.thread,
+                            kind="sys_entry" if r.kind == 0 else "sys_return", nr=nr,
+                            aspace=int(r.cr3), user=1))
+        for r in i.itertuples():
+            out.append(dict(icount=r.icount, t=r.time_ns, src=1, row=r.Index, thread=r.thread,
+                            kind="int_entry" if r.kind == 0 else "int_return",
+                            vector=int(r.vector), user=int(r.user),
+                            aspace=int(r.cr3) if r.user else -1))
+        for r in w.itertuples():
+            out.append(dict(icount=r.icount, t=r.time_ns, src=2, row=r.Index, kind="switch",
+                            prev=r.prev, next=int(r.next)))
+        out.sort(key=lambda e: (e["icount"], e["t"], e["src"], e["row"]))
+        return out
+
+    def run(self) -> None:
+        tr = self.trace
+        self.action_pc = sorted(a for a, n in zip(self.sym_addr, self.sym_name)
+                                if n in SOFTIRQ_ACTIONS)
+        vcpus = tr.vcpus
+        streams = {v: expand(tr, v) for v in vcpus}
+        evs = {v: self.events(v) for v in vcpus}
+        self.cur, self.pending = {}, {}
+        segs = []
+        for v in vcpus:
+            sw = [k for k, e in enumerate(evs[v]) if e["kind"] == "switch"]
+            if sw:
+                first = evs[v][sw[0]]["prev"]
+            else:
+                named = [e["thread"] for e in evs[v] if e.get("thread", 0)]
+                first = named[0] if named else 0
+            self.cur[v] = first if first != 0 else ("placeholder", v)
+            self.running[self.cur[v]] = v
+            self.pending[v] = True
+            self.label[v] = [None] * len(streams[v])
+            starts = [-1] + [evs[v][k]["t"] for k in sw]
+            stops = [(k, evs[v][k]["icount"]) for k in sw] + [(len(evs[v]), len(streams[v]))]
+            segs += [(s, vcpus.index(v), v, k, ic) for s, (k, ic) in zip(starts, stops)]
+        pos = {v: 0 for v in vcpus}
+        icn = {v: 0 for v in vcpus}
+        for _, _, v, stop_ev, stop_ic in sorted(segs):
+            pc, pa = streams[v].pc, streams[v].paddr
+            while True:
+                k = pos[v]
+                target = evs[v][k]["icount"] if k < stop_ev else stop_ic
+                while icn[v] < target:
+                    self.step(v, icn[v], int(pc[icn[v]]), int(pa[icn[v]]))
+                    icn[v] += 1
+                if k >= stop_ev:
+                    break
+                self.event(v, evs[v][k])
+                pos[v] += 1
+
+    def types(self) -> list[int]:
+        """superFuncType of each instance (after kernel threads are told apart)."""
+        users = {x["thread"] for x in self.inst if x["cat"] in (APP, SYS)}
+        for x in self.inst:
+            if x["cat"] == UNK and x["thread"] not in users:
+                x["cat"] = KTH
+        group = {}
+        for i, x in enumerate(self.inst):
+            if x["cat"] == APP:
+                group[i] = ("app", x["aux"], x["gen"]) if x["aux"] >= 0 else ("inst", i)
+            elif x["cat"] == KTH:
+                group[i] = ("kth", x["thread"])
+        pages: dict[tuple, set] = {}
+        for _, i, pfn in self.heat:
+            if i in group:
+                pages.setdefault(group[i], set()).add(pfn)
+        out = []
+        for i, x in enumerate(self.inst):
+            c = x["cat"]
+            if c == SYS:
+                out.append(syscall_type(None if x["aux"] < 0 else x["aux"]))
+            elif c == INT:
+                out.append(interrupt_type(None if x["aux"] < 0 else x["aux"]))
+            elif c == BH:
+                out.append(bottom_half_type(self.action_pc[x["aux"]]))
+            elif c == APP:
+                out.append(application_type(np.array(sorted(pages.get(group[i], ())),
+                                                     dtype=np.uint64)))
+            elif c == KTH:
+                out.append(kernel_thread_type(np.array(sorted(pages.get(group[i], ())),
+                                                       dtype=np.uint64)))
+            else:
+                out.append(UNKNOWN_TYPE)
+        return out
+
+
+def compare(root: Path, epoch_len: int = 16) -> None:
+    """Assert that :func:`segment` and the twin agree on everything."""
+    seg = segment(root, epoch_len=epoch_len)
+    twin = Twin(root, epoch_len)
+    twin.run()
+    ttypes = twin.types()
+    inst = seg.instances
+    assert len(inst) == len(twin.inst)
+    for i, x in enumerate(twin.inst):
+        key = x["thread"] if not isinstance(x["thread"], tuple) else 0
+        got = (int(inst.at[i, "category"]), int(inst.at[i, "parent"]), int(inst.at[i, "thread"]),
+               bool(inst.at[i, "resolved"]), int(inst.at[i, "type"]))
+        assert got == (x["cat"], x["parent"], key, x["resolved"], ttypes[i]), f"instance {i}"
+        if x["cat"] == APP:
+            assert int(inst.at[i, "cr3"]) == max(x["aux"], 0)
+            assert int(inst.at[i, "generation"]) == x["gen"]
+        if x["cat"] in (SYS, INT):
+            assert int(inst.at[i, "number"]) == x["aux"]
+    # Per instruction: instance and scheduler label.
+    p = seg.pieces
+    for v, labels in twin.label.items():
+        pv = p[p["vcpu"] == v]
+        lens = (pv["stop"] - pv["start"]).to_numpy()
+        got_inst = np.repeat(pv["instance"].to_numpy(), lens)
+        got_sched = np.repeat(pv["sched"].to_numpy(), lens)
+        assert pv["start"].iloc[0] == 0 if len(pv) else not labels
+        want_inst = np.array([lab[0] for lab in labels], dtype=np.int64)
+        want_sched = np.array([lab[1] for lab in labels], dtype=bool)
+        np.testing.assert_array_equal(got_inst, want_inst)
+        np.testing.assert_array_equal(got_sched, want_sched)
+        # Pieces are maximal runs.
+        same = ((pv["instance"].to_numpy()[1:] == pv["instance"].to_numpy()[:-1])
+                & (pv["sched"].to_numpy()[1:] == pv["sched"].to_numpy()[:-1]))
+        assert not same.any()
+    # Each piece's exec-row window holds all its instructions.
+    for v in twin.label:
+        first = block_start_icount(twin.trace, v)       # counter at each row's start (+ end)
+        pv = p[p["vcpu"] == v]
+        row_of_first = np.searchsorted(first, pv["start"].to_numpy(), side="right") - 1
+        row_of_last = np.searchsorted(first, pv["stop"].to_numpy() - 1, side="right") - 1
+        assert (pv["row_start"].to_numpy() <= row_of_first).all()
+        assert (pv["row_stop"].to_numpy() > row_of_last).all()
+        assert (first[pv["row_start"].to_numpy()] <= pv["start"].to_numpy()).all()
+    # Heat, by type.
+    want = {(e, ttypes[i], pfn) for e, i, pfn in twin.heat}
+    got = set(zip(seg.heat["epoch"].tolist(), seg.heat["type"].tolist(), seg.heat["pfn"].tolist()))
+    assert got == want
+
+
+# --- a random machine ----------------------------------------------------------------------
+
+def random_trace(seed: int, root: Path, drop: int = 0) -> Path:
+    """A random well-formed recording of 2-5 threads on 1-3 vCPUs (see the module docstring);
+    with ``drop``, that many random event rows are then deleted (a damaged trace)."""
+    ks = random_machine(seed)
+    rng = random.Random(seed + 1)
+    for _ in range(drop):
+        tables = [(t, v) for t in ("syscalls", "interrupts", "switches")
+                  for v in ks.f.rows[t] if ks.f.rows[t][v]]
+        if tables:
+            t, v = rng.choice(tables)
+            del ks.f.rows[t][v][rng.randrange(len(ks.f.rows[t][v]))]
+    return ks.write(root)
+
+
+def random_machine(seed: int) -> tf.KernelSim:
+    """The simulated machine behind :func:`random_trace`."""
+    rng = random.Random(seed)
+    nv = rng.randint(1, 3)
+    ks = tf.KernelSim(nvcpus=nv, rows_per_part=rng.choice([3, 7, 64]))
+    keys = [0xFFFF888000000000 + 0x10000 * k for k in range(1, 7)]
+    binaries = ["A", "B", "C"]
+    # True state per thread: stack of categories; "blocked" threads are off-CPU.
+    state: dict[int, list[str]] = {}
+    cr3: dict[int, int] = {}
+    binary: dict[int, str] = {}
+    run: dict[int, int] = {}
+    for v in range(nv):
+        t = keys[v]
+        state[t], cr3[t], binary[t], run[v] = ["app"], 0x1000 * (v + 1), rng.choice(binaries), t
+        ks.user(v, binary[t])
+    spare = keys[nv:]
+    # Some spare threads were blocked in a system call before the trace, the others are
+    # fork children that have not run yet, or kernel threads.
+    for t in spare:
+        kind = rng.choice(["blocked", "child", "kthread"])
+        state[t] = {"blocked": ["app", "sys?"], "child": ["child"], "kthread": ["kth"]}[kind]
+        cr3[t], binary[t] = 0x1000 * rng.randint(1, 4), rng.choice(binaries)
+    for _ in range(rng.randint(5, 60)):
+        v = rng.randrange(nv)
+        t = run[v]
+        s = state[t]
+        top = s[-1]
+        r = rng.random()
+        if top == "app":
+            if r < 0.4:
+                ks.user(v, binary[t], rng.randint(1, 3))
+            elif r < 0.75:
+                nr = rng.choice([0, 1, 3, 59, 60, 231])
+                ks.syscall(v, t, nr, binary[t], cr3=cr3[t], abi=rng.choice([64, 64, 32]))
+                s.append(f"sys{nr}")
+            else:
+                ks.interrupt(v, t, rng.choice([14, 236]), user=1, cr3=cr3[t])
+                s.append("int")
+        elif top.startswith("sys") or top in ("kth", "child"):
+            if top == "child":
+                ks.kernel(v, "ret_from_fork")
+                ks.sysret(v, t, cr3=cr3[t], matched=0)
+                s[-1] = "app"
+                continue
+            if top in ("sys231", "sys60") and r < 0.5:
+                ks.kernel(v, "do_exit")
+                ks.kernel(v, "do_task_dead")
+                others = [u for u in state if u not in run.values() and state[u]]
+                nxt = rng.choice(others) if others else None
+                if nxt is None:
+                    continue
+                ks.switch(v, t, nxt)
+                state[t] = ["child"]              # the key may come back as a new task
+                run[v] = nxt
+                continue
+            if r < 0.05:
+                # a block that runs into the scheduler or into a softirq action mid-block
+                ks.straddle(v, rng.choice(["schedule", "net_rx_action", "handle_softirqs"]),
+                            rng.randint(1, 3), rng.randint(1, 3))
+            elif r < 0.3:
+                ks.kernel(v, rng.choice(["ksys_read", "copy_user_generic", "worker_thread"]))
+            elif r < 0.5 and top.startswith("sys"):
+                if top == "sys59":
+                    binary[t] = rng.choice(binaries)
+                    cr3[t] = 0x1000 * rng.randint(1, 4)
+                ks.kernel(v, "ksys_read")
+                ks.sysret(v, t, cr3=cr3[t], via_iret=rng.random() < 0.2)
+                s.pop()
+                if not s:
+                    s.append("app")
+            elif r < 0.7:
+                ks.interrupt(v, t, rng.choice([14, 236, 251]), user=0, cr3=cr3[t])
+                s.append("int")
+            else:
+                others = [u for u in state if u not in run.values() and state[u]]
+                if others:
+                    nxt = rng.choice(others)
+                    ks.switch(v, t, nxt)
+                    run[v] = nxt
+                    ks.f.clock += rng.randint(0, 500)
+        elif top == "int":
+            if r < 0.3:
+                ks.kernel(v, "handle_irq")
+            elif r < 0.5:
+                ks.kernel(v, "irq_exit_rcu")
+                ks.softirq(v, rng.choice(["run_timer_softirq", "net_rx_action"]),
+                           rng.randint(1, 2))
+            elif r < 0.6 and len(s) < 6:
+                ks.interrupt(v, t, 236, user=0, cr3=cr3[t])
+                s.append("int")
+            else:
+                s.pop()
+                to_user = s[-1] == "app"
+                ks.iret(v, t, user=int(to_user), cr3=cr3[t])
+    return ks
+
+
+def test_twin_on_hand_made_trace(tmp_path: Path) -> None:
+    ks = tf.KernelSim(nvcpus=2, rows_per_part=3)
+    T1, T2 = 0xFFFF888000100000, 0xFFFF888000200000
+    ks.user(0, "A", 2)
+    ks.syscall(0, T1, 0)
+    ks.interrupt(0, T1, 236, user=0)
+    ks.softirq(0)
+    ks.iret(0, T1, user=0)
+    ks.straddle(0, "schedule", 2, 3)              # into the scheduler mid-block
+    ks.switch(0, T1, T2)
+    ks.kernel(0, "worker_thread", 3)
+    ks.straddle(0, "net_rx_action", 1, 2)         # an action entered mid-block
+    ks.kernel(0, "__run_timers")
+    ks.straddle(0, "handle_softirqs", 2, 2)       # and the return into the dispatcher
+    ks.user(1, "B", 2)
+    root = ks.write(tmp_path / "t")
+    compare(root, epoch_len=5)
+    seg = segment(root)
+    kinds = [(int(seg.instances.at[r.instance, "category"]), bool(r.sched), r.stop - r.start)
+             for r in seg.pieces[seg.pieces["vcpu"] == 0].itertuples()]
+    assert (int(Category.BOTTOM_HALF), False, 2 + 3 + 2) in kinds
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_twin_on_random_traces_fixed_seeds(tmp_path: Path, seed: int) -> None:
+    compare(random_trace(seed, tmp_path / "t"), epoch_len=1 + seed % 23)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**31 - 1), epoch_len=st.integers(1, 50))
+def test_twin_on_random_traces(tmp_path_factory, seed: int, epoch_len: int) -> None:
+    compare(random_trace(seed, tmp_path_factory.mktemp("r") / "t"), epoch_len)
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**31 - 1), drop=st.integers(1, 4))
+def test_twin_on_damaged_traces(tmp_path_factory, seed: int, drop: int) -> None:
+    """Missing events exercise the recovery paths (counted warnings); both must agree."""
+    compare(random_trace(seed, tmp_path_factory.mktemp("d") / "t", drop), 9)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**31 - 1), drop=st.sampled_from([0, 0, 2]))
+def test_pieces_tile_every_thread_and_categories_sum_to_one(tmp_path_factory, seed: int,
+                                                            drop: int) -> None:
+    from pysched.characterisation import instruction_breakup
+
+    seg = segment(random_trace(seed, tmp_path_factory.mktemp("p") / "t", drop))
+    p = seg.pieces.sort_values(["vcpu", "start"])
+    for v, g in p.groupby("vcpu"):
+        st_, sp = g["start"].to_numpy(), g["stop"].to_numpy()
+        assert st_[0] == 0 and sp[-1] == seg.vcpu_insns[v]
+        assert (sp > st_).all() and (st_[1:] == sp[:-1]).all()     # no gap, no overlap
+    # Each thread's instructions: its pieces, disjoint, and the instances' counts add up.
+    inst = seg.instances
+    lens = (p["stop"] - p["start"]).to_numpy()
+    per_inst = np.bincount(p["instance"], weights=lens, minlength=len(inst))
+    np.testing.assert_array_equal(per_inst, inst["insns"].to_numpy())
+    thread_of_piece = inst["thread_id"].to_numpy()[p["instance"].to_numpy()]
+    for tid in np.unique(thread_of_piece):
+        q = p[thread_of_piece == tid]
+        # a thread runs on one vCPU at a time: its pieces never overlap in its own order
+        assert int((q["stop"] - q["start"]).sum()) == int(inst.loc[inst["thread_id"] == tid,
+                                                                   "insns"].sum())
+    fr = instruction_breakup(seg).fractions(include_scheduler=True)
+    assert sum(fr.values()) == pytest.approx(1.0)
+    assert sum(instruction_breakup(seg).fractions().values()) == pytest.approx(1.0)
+    assert instruction_breakup(seg).total + instruction_breakup(seg).scheduler == \
+        sum(seg.vcpu_insns.values())
+    assert set(pd.unique(inst["category"])) <= {int(c) for c in Category}
+
+
+@pytest.mark.parametrize("seed", [3, 8, 21, 42])
+def test_replay_gives_each_piece_exactly_its_instructions(tmp_path: Path, seed: int) -> None:
+    from pysched.superfunctions import replay
+
+    root = random_trace(seed, tmp_path / "t")
+    seg = segment(root, epoch_len=10)
+    trace = open_trace(root)
+    for v in trace.vcpus:
+        full = expand(trace, v)
+        got: dict[int, list[np.ndarray]] = {}
+        for label, pc, pa in replay(trace, seg, v):
+            got.setdefault(label, []).append(pc)
+            assert len(pc) == len(pa)
+        pv = seg.pieces[seg.pieces["vcpu"] == v]
+        assert list(got) == list(pv.index)
+        for label, r in pv.iterrows():
+            np.testing.assert_array_equal(np.concatenate(got[label]), full.pc[r.start:r.stop])
+            # the piece's exec-row window holds its instructions
+            w = expand(trace, v, int(r.row_start), int(r.row_stop))
+            first = int(w.row_start[0])
+            np.testing.assert_array_equal(w.pc[r.start - first:r.stop - first],
+                                          full.pc[r.start:r.stop])
+        # a narrowed subset
+        sub = pv.iloc[::2].assign(stop=lambda d: d["start"] + (d["stop"] - d["start"] + 1) // 2)
+        parts: dict[int, list[np.ndarray]] = {}
+        for label, pc, _ in replay(trace, seg, v, sub):
+            parts.setdefault(label, []).append(pc)
+        for label, s in sub.iterrows():
+            np.testing.assert_array_equal(np.concatenate(parts[label]), full.pc[s.start:s.stop])
+
+
+@pytest.mark.parametrize("seed", [5, 17])
+def test_tiny_output_arrays_give_the_same_result(tmp_path: Path, monkeypatch, seed: int) -> None:
+    """Start the kernel with almost no room, so that it stops for space (and the heat table is
+    rehashed) again and again; resuming must not change anything."""
+    import sys
+
+    segmod = sys.modules["pysched.superfunctions.segment"]
+    root = random_trace(seed, tmp_path / "t")
+    want = segment(root, epoch_len=7)
+    init = segmod._State.__init__
+    grows = []
+
+    def tiny(self, *a, **k):
+        init(self, *a, **k)
+        self.inst = self.inst[:1].copy()
+        self.pcs = self.pcs[:1].copy()
+        self.hkeys = self.hkeys[:2].copy()
+
+    def grow(self, _orig=segmod._State.grow):
+        grows.append(1)
+        _orig(self)
+
+    monkeypatch.setattr(segmod._State, "__init__", tiny)
+    monkeypatch.setattr(segmod._State, "grow", grow)
+    got = segment(root, epoch_len=7)
+    assert len(grows) >= 2
+    pd.testing.assert_frame_equal(got.instances, want.instances)
+    pd.testing.assert_frame_equal(got.pieces, want.pieces)
+    pd.testing.assert_frame_equal(got.heat, want.heat)
