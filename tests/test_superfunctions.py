@@ -323,6 +323,42 @@ def test_same_binary_same_type_different_binary_different_type(tmp_path: Path) -
     assert seg2.instances["type"].nunique() == 2
 
 
+def test_binary_identity_survives_different_paths_and_shared_libraries(tmp_path: Path) -> None:
+    """Two processes of one binary that ran different parts of it still share a type; two
+    binaries that ran the same shared-library code do not."""
+    ks = tf.KernelSim(nvcpus=3)
+    lib = ks.f.block(0x7F0000001000, [4, 4], paddrs=[0x99000000, 0x99000004])   # libc
+    ks.f.run(0, ks.ublock("sqlite", 0), ks.ublock("sqlite", 1), lib)   # one query path
+    ks.f.run(1, ks.ublock("sqlite", 0), ks.ublock("sqlite", 2), lib)   # another
+    ks.f.run(2, ks.ublock("find", 0), lib)
+    for v, t in enumerate((T1, T2, T3)):
+        ks.syscall(v, t, 0, "sqlite" if v < 2 else "find", cr3=0x1000 * (v + 1))
+        ks.sysret(v, t, cr3=0x1000 * (v + 1))
+    seg = segment(ks.write(tmp_path / "t"))
+    apps = seg.instances[seg.instances["category"] == APP].sort_values("vcpu")
+    assert apps["type"].iloc[0] == apps["type"].iloc[1] != apps["type"].iloc[2]
+    # The shared type is the checksum of everything both sqlite processes executed.
+    frames = seg.heat.loc[seg.heat["type"] == apps["type"].iloc[0], "pfn"].unique()
+    assert apps["type"].iloc[0] == application_type(frames) and 0x99000 in frames
+
+
+def test_library_only_processes_join_their_program(tmp_path: Path) -> None:
+    """A process seen only inside shared libraries (no program text in the trace) joins the
+    program whose processes executed (nearly) all its frames; one with too few frames, or
+    frames nobody else executed, keeps a type of its own."""
+    ks = tf.KernelSim(nvcpus=4)
+    ks.user(0, "sqlite")
+    ks.lib(0, list(range(20)))                  # sqlite: its text and 20 library pages
+    ks.lib(1, list(range(2, 20)))               # 18 of them, no program text
+    ks.lib(2, list(range(5)))                   # 5: too few to say
+    ks.lib(3, list(range(4, 24)))               # 20, 4 of them nobody else ran
+    seg = segment(ks.write(tmp_path / "t"))
+    apps = seg.instances[seg.instances["category"] == APP].set_index("vcpu")["type"]
+    assert len(apps) == 4
+    assert apps[0] == apps[1]
+    assert apps[2] != apps[0] and apps[3] != apps[0] and apps[2] != apps[3]
+
+
 def test_int80_system_calls_use_ia32_numbers(tmp_path: Path) -> None:
     ks = tf.KernelSim()
     ks.user(0)

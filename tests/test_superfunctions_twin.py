@@ -280,6 +280,46 @@ class Twin:
         for _, i, pfn in self.heat:
             if i in group:
                 pages.setdefault(group[i], set()).add(pfn)
+        # Frames of programs' own text: user code below 0x7000_0000_0000.
+        ins = self.trace.df("insns")
+        low = ins[(ins["vaddr"] < 0x7000_0000_0000) & (ins["paddr"] != 2**64 - 1)]
+        executable = set((low["paddr"].to_numpy() >> np.uint64(12)).tolist())
+        # Groups that share such a frame are one program: merge until nothing changes.
+        merged = {g: {g} for g in pages if g[0] != "kth"}
+        changed = True
+        while changed:
+            changed = False
+            for a in list(merged):
+                for b in list(merged):
+                    if a < b and a in merged and b in merged and merged[a] is not merged[b]:
+                        ea = {p for g in merged[a] for p in pages[g]} & executable
+                        eb = {p for g in merged[b] for p in pages[g]} & executable
+                        if ea & eb:
+                            both = merged[a] | merged[b]
+                            for g in both:
+                                merged[g] = both
+                            changed = True
+        # A process without program text joins the program whose processes with program
+        # text executed >= 90 % of its frames, if it has >= 16 (the best such program).
+        progs = {}
+        for members in {id(m): m for m in merged.values()}.values():
+            text = [m for m in members if pages[m] & executable]
+            if text:
+                progs[min(members)] = (members, set().union(*(pages[m] for m in text)))
+        for g in sorted(merged):
+            if pages[g] & executable or len(pages[g]) < 16:
+                continue
+            # the best cover; ties: the program with the lowest text frame
+            ranked = sorted(progs, key=lambda k: (-len(pages[g] & progs[k][1]),
+                                                  min(progs[k][1] & executable)))
+            best = ranked[0] if ranked else None
+            cover = len(pages[g] & progs[best][1]) / len(pages[g]) if ranked else 0.0
+            if cover >= 0.9:
+                both = merged[g] | progs[best][0]
+                for m in both:
+                    merged[m] = both
+        for g, members in merged.items():
+            pages[g] = set().union(*(pages[m] for m in members))
         out = []
         for i, x in enumerate(self.inst):
             c = x["cat"]
@@ -387,7 +427,8 @@ def random_machine(seed: int) -> tf.KernelSim:
     for t in spare:
         kind = rng.choice(["blocked", "child", "kthread"])
         state[t] = {"blocked": ["app", "sys?"], "child": ["child"], "kthread": ["kth"]}[kind]
-        cr3[t], binary[t] = 0x1000 * rng.randint(1, 4), rng.choice(binaries)
+        # "lib": a process seen only in shared-library code (no program text in the trace)
+        cr3[t], binary[t] = 0x1000 * rng.randint(1, 4), rng.choice(binaries + ["lib"])
     for _ in range(rng.randint(5, 60)):
         v = rng.randrange(nv)
         t = run[v]
@@ -395,7 +436,12 @@ def random_machine(seed: int) -> tf.KernelSim:
         top = s[-1]
         r = rng.random()
         if top == "app":
-            if r < 0.4:
+            if r < 0.15 or (binary[t] == "lib" and r < 0.4):
+                # library-only processes stay in the first 16 pages, which programs that call
+                # the library often cover: both ways of the attach rule get exercised
+                pages = range(16) if binary[t] == "lib" else range(24)
+                ks.lib(v, rng.sample(pages, rng.randint(3, 14)))
+            elif r < 0.4:
                 ks.user(v, binary[t], rng.randint(1, 3))
             elif r < 0.75:
                 nr = rng.choice([0, 1, 3, 59, 60, 231])
@@ -429,7 +475,7 @@ def random_machine(seed: int) -> tf.KernelSim:
                 ks.kernel(v, rng.choice(["ksys_read", "copy_user_generic", "worker_thread"]))
             elif r < 0.5 and top.startswith("sys"):
                 if top == "sys59":
-                    binary[t] = rng.choice(binaries)
+                    binary[t] = rng.choice(binaries + ["lib"])
                     cr3[t] = 0x1000 * rng.randint(1, 4)
                 ks.kernel(v, "ksys_read")
                 ks.sysret(v, t, cr3=cr3[t], via_iret=rng.random() < 0.2)
@@ -598,3 +644,22 @@ def test_tiny_output_arrays_give_the_same_result(tmp_path: Path, monkeypatch, se
     pd.testing.assert_frame_equal(got.instances, want.instances)
     pd.testing.assert_frame_equal(got.pieces, want.pieces)
     pd.testing.assert_frame_equal(got.heat, want.heat)
+
+
+def test_twin_on_library_only_processes(tmp_path: Path) -> None:
+    """The attach rule, including a tie between two programs that cover the same frames."""
+    ks = tf.KernelSim(nvcpus=4)
+    ks.user(0, "B")
+    ks.lib(0, list(range(20)))
+    ks.user(1, "A")
+    ks.lib(1, list(range(20)))
+    ks.lib(2, list(range(2, 20)))              # covered by both A and B: a tie
+    ks.lib(3, list(range(5)))                  # too few frames
+    root = ks.write(tmp_path / "t")
+    compare(root, 50)
+    seg = segment(root)
+    apps = seg.instances[seg.instances["category"] == int(Category.APPLICATION)]
+    by_vcpu = apps.set_index("vcpu")["type"]
+    # "A"'s text frames are lower than "B"'s (KernelSim numbers frames by name).
+    assert by_vcpu[2] == by_vcpu[1] != by_vcpu[0]
+    assert by_vcpu[3] not in (by_vcpu[0], by_vcpu[1])

@@ -374,6 +374,17 @@ class KernelSim:
                                        paddrs=[(frame << 12) | (j * 4) for j in range(n)])
         return self.u[key]
 
+    def lib(self, v: int, pages: list[int]) -> None:
+        """Run shared-library blocks (one per page ``k`` of a 24-page library at
+        0x7f0000000000, frames 0x90000 + k, the same in every process)."""
+        for k in pages:
+            key = ("lib", k)
+            if key not in self.u:
+                base = (0x90000 + k) << 12
+                self.u[key] = self.f.block(0x7F0000000000 + 0x1000 * k, [4, 4],
+                                           paddrs=[base, base + 4])
+            self.f.run(v, self.u[key])
+
     # instruction runs
     def user(self, v: int, binary: str = "A", blocks: int = 1) -> None:
         for i in range(blocks):
@@ -386,9 +397,18 @@ class KernelSim:
     # events with the code around them
     def syscall(self, v: int, thread: int, nr: int, binary: str = "A", cr3: int = 0x1000,
                 abi: int = 64) -> None:
-        """User block ending in ``syscall`` (or ``int 0x80``), entry event, kernel entry code."""
+        """User block ending in ``syscall`` (or ``int 0x80``), entry event, kernel entry code.
+        ``binary="lib"``: the instruction is in the shared library (a libc wrapper)."""
         flag = F_SYSCALL if abi == 64 else F_INT80
-        self.f.run(v, self.ublock(binary, 7, 3, flag))
+        if binary == "lib":
+            key = ("lib-syscall", flag)
+            if key not in self.u:
+                base = (0x90000 + 30) << 12
+                self.u[key] = self.f.block(0x7F0000000000 + 0x1000 * 30, [4, 4, 2],
+                                           flags={2: flag}, paddrs=[base, base + 4, base + 8])
+            self.f.run(v, self.u[key])
+        else:
+            self.f.run(v, self.ublock(binary, 7, 3, flag))
         self.f.syscall_entry(v, thread, nr, abi=abi, cr3=cr3)
         self.kernel(v, "entry_SYSCALL_64")
 

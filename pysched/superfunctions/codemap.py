@@ -33,6 +33,10 @@ F_DEAD = 8
 F_MIXED = 16
 
 _USER_TOP = np.uint64(1 << 63)
+#: Linux x86_64 maps programs below this (non-PIE at 0x400000, PIE near 0x555555554000 plus up
+#: to 1 TiB of randomisation) and shared libraries, the loader and the vDSO above it (the mmap
+#: area starts under 0x7fffffffffff, at most 1 TiB lower).
+EXECUTABLE_TOP = np.uint64(0x7000_0000_0000)
 
 #: Columns of :attr:`CodeMap.table`.
 B_N, B_START, B_FLAGS, B_ACTION, B_PAGE = range(5)
@@ -62,6 +66,9 @@ class CodeMap:
         instruction).
     pfns : numpy.ndarray of uint64
         Frame number of each page id, ascending.
+    pfn_executable : numpy.ndarray of bool
+        The frame holds user code mapped where programs are (below :data:`EXECUTABLE_TOP`):
+        a program's own text, not a shared library's.
     actions : list of (str, int)
         Softirq actions found: symbol name and start address.
     sched_ranges, dispatch_ranges : list of (str, int, int)
@@ -85,6 +92,7 @@ class CodeMap:
     blk_action: np.ndarray
     blk_page: np.ndarray
     pfns: np.ndarray
+    pfn_executable: np.ndarray
     actions: list[tuple[str, int]]
     sched_ranges: list[tuple[str, int, int]]
     dispatch_ranges: list[tuple[str, int, int]]
@@ -177,6 +185,8 @@ def build_codemap(idx: BlockIndex, symbols: KernelSymbols,
     pfns = np.unique(frame[known])
     ins_page = np.full(len(v), -1, dtype=np.int32)
     ins_page[known] = np.searchsorted(pfns, frame[known]).astype(np.int32)
+    pfn_executable = np.zeros(len(pfns), dtype=bool)
+    pfn_executable[ins_page[known & (v < EXECUTABLE_TOP)]] = True
 
     start = idx.start.astype(np.int64)
     n = idx.ninsn.astype(np.int64)
@@ -205,7 +215,7 @@ def build_codemap(idx: BlockIndex, symbols: KernelSymbols,
         # A duplicated id is malformed (well_formed is False for all its copies).
         table[idx.ids[::-1]] = packed[::-1]
     return CodeMap(flags, ins_action, ins_page, start, n, blk_flags, blk_action, blk_page,
-                   pfns, found, sched_ranges, dispatch_ranges, np.ascontiguousarray(table),
+                   pfns, pfn_executable, found, sched_ranges, dispatch_ranges, np.ascontiguousarray(table),
                    sparse, idx)
 
 

@@ -6,6 +6,12 @@ subcategory (system call number, interrupt vector, the bottom-half handler's add
 checksum of the application's code pages). So ``read`` (number 0 on x86_64) is type 0 and
 vector 1 is ``0x4000000000000001``, as in the paper's examples.
 
+The paper hashes each code page a process executes, from its start. A trace starts in the
+middle of processes, so here the checksum covers the code frames that all processes of one
+binary executed in the trace (:mod:`pysched.superfunctions.segment` says how processes are
+grouped by binary): two instances of one binary get the same type even when each ran other
+parts of it, and different binaries get different types.
+
 Two labels fall outside Table 1 and are kept apart in :class:`Category`:
 
 * ``KERNEL_THREAD``: kernel code a thread runs outside any system call, interrupt or bottom

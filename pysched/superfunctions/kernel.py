@@ -500,7 +500,6 @@ def _advance(n, stop_ev, stop_ic, chunk_blocks, chunk_row0, table,
     budget = 0
     last_flags = -1  # flags of the last block stepped; -1 after any state change
     last_slot = -1
-    last_key = -1
     ic = vs[n, V_IC]
     row = vs[n, V_ROW]
     off = vs[n, V_OFF]
@@ -567,10 +566,11 @@ def _advance(n, stop_ev, stop_ic, chunk_blocks, chunk_row0, table,
                     pg = table[b, B_PAGE]
                     if pg >= 0:
                         key = (epoch << (SLOT_BITS + PAGE_BITS)) | (slot << PAGE_BITS) | pg
-                        if key != last_key:
-                            last_key = key
-                            if hcache[n, pg & (HCACHE - 1)] != key:
-                                _heat(n, epoch, slot, pg, hkeys, hcache, cnt, params)
+                        # The small direct-mapped cache answers almost always; testing it
+                        # first (not "same key as the last block", which flips unpredictably
+                        # with the page) keeps the branch predictable.
+                        if hcache[n, pg & (HCACHE - 1)] != key:
+                            _heat(n, epoch, slot, pg, hkeys, hcache, cnt, params)
                     else:
                         for j in range(off, off + take):
                             pg = np.int64(ins_page[s + j])

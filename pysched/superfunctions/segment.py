@@ -9,6 +9,10 @@ outputs (instances, pieces and the set of (epoch, slot, page) heat entries).
 After the walk, kernel-thread contexts are told from unresolved ones, and every instance gets
 its superFuncType; applications and kernel threads need the pages they executed over the whole
 trace for that, which is why types are assigned at the end (heat is first gathered per slot).
+An application's type is the checksum of the code frames that all processes of its binary
+executed: processes that executed a common frame of a program's own text (user code below
+``codemap.EXECUTABLE_TOP``; shared libraries live above) run the same binary; one that ran only
+library code in the trace joins the binary that covers its frames (:func:`_programs`).
 """
 from __future__ import annotations
 
@@ -327,6 +331,68 @@ def _walk(trace: Trace, st: _State, ev: TraceEvents, cm: CodeMap, order: list[in
                                  f"{K.ERROR_TEXT.get(status, status)} at {at}")
 
 
+#: A process that ran only library code joins the program whose processes executed at least
+#: this share of its frames, if it has at least LIBRARY_ONLY_MIN_FRAMES of them.
+LIBRARY_ONLY_COVER = 0.9
+LIBRARY_ONLY_MIN_FRAMES = 16
+
+
+def _programs(gkeys: list[tuple], gpages: list[np.ndarray],
+              executable: np.ndarray) -> np.ndarray:
+    """Cluster id of each group (a process, or a kernel thread).
+
+    Processes that executed a common frame of a program's own text run the same binary, so
+    they share a type. A process that executed no such frame in the trace (it spent the whole
+    window in shared libraries, e.g. a long SQLite query started before the trace) joins the
+    program whose processes executed at least :data:`LIBRARY_ONLY_COVER` of its frames, when
+    it has at least :data:`LIBRARY_ONLY_MIN_FRAMES` (fewer, such as a process seen only in a
+    libc wrapper, say nothing about the binary). Kernel threads and everything else are
+    clusters of their own.
+    """
+    n = len(gkeys)
+    parent = list(range(n))
+
+    def root(g: int) -> int:
+        while parent[g] != g:
+            parent[g] = parent[parent[g]]
+            g = parent[g]
+        return g
+
+    owner: dict[int, int] = {}
+    has_exe = np.zeros(n, dtype=bool)
+    for g, key in enumerate(gkeys):
+        if key[0] == "kthread":
+            continue
+        exe = gpages[g][executable[gpages[g]]]
+        has_exe[g] = len(exe) > 0
+        for page in exe.tolist():
+            if page in owner:
+                parent[root(g)] = root(owner[page])
+            else:
+                owner[page] = g
+    programs: dict[int, np.ndarray] = {}
+    first_text: dict[int, int] = {}
+    for g in np.flatnonzero(has_exe).tolist():
+        r = root(g)
+        programs[r] = np.union1d(programs.get(r, np.zeros(0, np.int64)), gpages[g])
+        low = int(gpages[g][executable[gpages[g]]].min())
+        first_text[r] = min(first_text.get(r, low), low)
+    for g, key in enumerate(gkeys):
+        mine = np.unique(gpages[g])
+        if key[0] == "kthread" or has_exe[g] or len(mine) < LIBRARY_ONLY_MIN_FRAMES:
+            continue
+        best, cover, tie = -1, 0.0, 0
+        for r, pages in programs.items():
+            c = np.isin(mine, pages, assume_unique=True).mean()
+            # Ties go to the program with the lowest text frame: an order that does not
+            # depend on how the groups were numbered.
+            if c > cover or (c == cover and c > 0 and first_text[r] < tie):
+                best, cover, tie = r, c, first_text[r]
+        if cover >= LIBRARY_ONLY_COVER:
+            parent[g] = best
+    return np.array([root(g) for g in range(n)], dtype=np.int64)
+
+
 def _assemble(trace: Trace, epoch_len: int, st: _State, ev: TraceEvents, cm: CodeMap,
               order: list[int]) -> Segmentation:
     """Turn the kernel's arrays into :class:`Segmentation` (categories and types included)."""
@@ -353,6 +419,7 @@ def _assemble(trace: Trace, epoch_len: int, st: _State, ev: TraceEvents, cm: Cod
     # Every slot has a type known up front, or belongs to a group whose type is the checksum
     # of the frames the group executed over the whole trace: an address space's generation
     # (a process), an application instance whose space never showed, or a kernel thread.
+    # Processes of one binary (see _programs) share the checksum of all their frames.
     nsys = len(ev.syscall_nrs)
     bh_base, nstatic = int(params[K.PR_BHBASE]), int(params[K.PR_NSTATIC])
     nslots = nstatic + int(st.cnt[K.C_NDYN])
@@ -385,11 +452,14 @@ def _assemble(trace: Trace, epoch_len: int, st: _State, ev: TraceEvents, cm: Cod
     hg = slot_group[h_slot]
     order_g = np.argsort(hg, kind="stable")
     bounds = np.searchsorted(hg[order_g], np.arange(len(gkeys) + 1))
+    gpages = [h_page[order_g[bounds[g]:bounds[g + 1]]] for g in range(len(gkeys))]
+    cluster = _programs(gkeys, gpages, cm.pfn_executable)
     gtype = np.zeros(len(gkeys), dtype=np.uint64)
-    for g, key in enumerate(gkeys):
-        pages = pfn[order_g[bounds[g]:bounds[g + 1]]]
-        gtype[g] = (kernel_thread_type(pages) if key[0] == "kthread"
-                    else application_type(pages))
+    for c in np.unique(cluster):
+        members = np.flatnonzero(cluster == c)
+        pages = cm.pfns[np.unique(np.concatenate([gpages[g] for g in members]))]
+        kthread = gkeys[members[0]][0] == "kthread"
+        gtype[members] = kernel_thread_type(pages) if kthread else application_type(pages)
     has_group = slot_group >= 0
     slot_type[has_group] = gtype[slot_group[has_group]]
 
