@@ -11,7 +11,7 @@ import sys
 
 # name -> (module, one-line help)
 _COMMANDS: dict[str, tuple[str, str]] = {
-    "trace": ("pysched.capture.command", "boot the test guest under the tracer and run a command"),
+    "trace": ("pysched.capture.command", "boot a guest under the tracer and run a workload or a command"),
     "check": ("pysched.trace.check", "check a trace directory's invariants"),
 }
 

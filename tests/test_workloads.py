@@ -279,6 +279,7 @@ class _FakePeer(prs.Peer):
 
     def __init__(self) -> None:
         self.started = self.done = False
+        self.stops = 0
 
     def start(self) -> None:
         self.started = True
@@ -287,6 +288,7 @@ class _FakePeer(prs.Peer):
         return self.done
 
     def stop(self) -> dict:
+        self.stops += 1
         return {"kind": "fake", "started": self.started}
 
 
@@ -321,7 +323,13 @@ def test_monitor_starts_the_peer_and_stops_the_region(tmp_path: Path) -> None:
     assert peer.started and mon.stop_reason is None
     peer.done = True
     mon.poll(2.0)
+    assert peer.stops == 0
+    with open(console, "ab") as f:  # the guest is done: the peer is stopped at once
+        f.write(b"=== PYSCHED EXIT 0 ===\n")
+    mon.poll(2.5)
+    assert peer.stops == 1
     summary = mon.finish()
+    assert peer.stops == 1  # not stopped twice
     deadline = time.monotonic() + 5
     while b"".join(got) != b"stop\n" and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -498,3 +506,13 @@ def test_gen_tpch_answers_query_2(tmp_path: Path) -> None:
             "JOIN nation ON n_nationkey = s_nationkey JOIN region ON r_regionkey = n_regionkey "
             "WHERE ps_partkey = ? AND r_name = 'EUROPE'", (partkey,)).fetchone()[0]
         assert cost == best
+
+
+def test_run_qemu_stops_a_guest_that_does_not_power_off(tmp_path: Path) -> None:
+    # A stand-in for QEMU whose guest prints its exit line and then hangs.
+    script = "echo '=== PYSCHED BEGIN ==='; echo '=== PYSCHED EXIT 0 ==='; exec sleep 60"
+    r = qm.run_qemu(["sh", "-c", script], tmp_path / "c.log", tmp_path / "e.log", timeout=50,
+                    boot_marker=b"=== PYSCHED BEGIN ===", boot_timeout=20,
+                    exit_marker=b"=== PYSCHED EXIT", shutdown_timeout=1)
+    assert r.shutdown_hung and not r.timed_out and not r.boot_hung
+    assert r.wall_seconds < 20

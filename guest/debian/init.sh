@@ -92,9 +92,17 @@ workload)
     ;;
 esac
 echo "=== PYSCHED EXIT $rc ==="
+# An orderly end: stop every other process (servers, the workload's leftovers), make the root
+# file system read-only so that nothing is written while devices shut down, then power off.
+# The host stops its peer when it sees the EXIT line, so no traffic arrives meanwhile.
+kill -TERM -1 2>/dev/null
+sleep 0.3
+kill -KILL -1 2>/dev/null
 sync
-# Power off through magic SysRq (minbase has no poweroff without an init system). The request
-# is carried out asynchronously: PID 1 must neither exit (a panic) nor start a program (the
-# disk is going away), so it spins in the shell until the machine is off.
-echo o > /proc/sysrq-trigger
-while :; do :; done
+mount -o remount,ro / 2>/dev/null || sync
+# minbase has no poweroff without an init system: reboot(2) with LINUX_REBOOT_CMD_POWER_OFF
+# through perl (perl-base is essential), or magic SysRq should that fail. PID 1 must not exit
+# meanwhile (a panic), so it waits in the shell.
+perl -e 'syscall(169, 0xfee1dead, 672274793, 0x4321fedc, 0); exit 1' 2>/dev/null \
+    || echo o > /proc/sysrq-trigger
+while :; do sleep 1; done

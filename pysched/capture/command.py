@@ -470,7 +470,8 @@ def run(args: argparse.Namespace) -> int:
                 result = qm.run_qemu(argv, console_path, out / QEMU_STDERR_LOG, args.timeout,
                                      con.BEGIN_MARK.encode(), plan.boot_timeout,
                                      poll=monitor.poll if monitor is not None else None,
-                                     env=qemu_env, vcpus=args.vcpus)
+                                     env=qemu_env, vcpus=args.vcpus,
+                                     exit_marker=con.EXIT_MARK.encode())
             finally:
                 if monitor is not None:
                     summary = monitor.finish()
@@ -519,7 +520,7 @@ def run(args: argparse.Namespace) -> int:
         failure = f"timed out after {args.timeout:g} s; QEMU was stopped"
         if con.BEGIN_MARK not in text:
             failure += " (the guest never reached /init: it hung while booting)"
-    elif result.returncode != 0:
+    elif result.returncode != 0 and not result.shutdown_hung:
         failure = qm.qemu_failed_message(result)
     elif status is None:
         failure = ("the guest did not reach its end (no '=== PYSCHED EXIT' line on the "
@@ -530,6 +531,9 @@ def run(args: argparse.Namespace) -> int:
     elif status != 0:
         what = "workload" if plan.workload is not None else "command"
         failure = f"the {what} exited with status {status} in the guest"
+    if result.shutdown_hung:
+        _err("warning: the guest did not power off after it was done; QEMU was stopped "
+             "(the trace is complete: the region had ended)")
     if failure is not None:
         _report_failure(text, console_path, result, out, summary)
         for h in hints:

@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 
 BEGIN_MARK = "=== PYSCHED BEGIN ==="
+#: The start of the guest's last line, ``=== PYSCHED EXIT <rc> ===``.
+EXIT_MARK = "=== PYSCHED EXIT"
 _EXIT_RE = re.compile(r"=== PYSCHED EXIT (-?\d+) ===")
 _HEADER_RE = re.compile(r"^=== (/proc/(?:interrupts|stat)) (before|after) ===\s*$")
 # A /proc/stat line: a key ("cpu", "cpu0", "intr", "procs_running", ...) then numbers.

@@ -167,6 +167,7 @@ def build_manifest(
         "qemu_argv": argv,
         "qemu_exit_status": result.returncode if result else None,
         "timed_out": result.timed_out if result else False,
+        "shutdown_hung": result.shutdown_hung if result else False,
         "guest_exit_status": con.guest_exit_status(console_text),
         "wall_seconds": round(result.wall_seconds, 3) if result else None,
         "insns_per_vcpu": _plugin_icounts(out_dir),

@@ -8,7 +8,9 @@
   ttyS2, which ``roi-wait`` in the guest watches) when the peer has ended by itself, or when
   every vCPU's part of the trace holds the ``--roi-insns`` bound
   (:class:`pysched.capture.roiwatch.InsnCounter`);
-- stops the peer when the run ends, and sums up both for the manifest.
+- stops the peer as soon as the guest is done (``=== PYSCHED EXIT``), so that no traffic
+  reaches a guest that is shutting down, or else when the run ends; and sums it all up for
+  the manifest.
 """
 from __future__ import annotations
 
@@ -16,11 +18,14 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from pysched.capture import console as con
 from pysched.capture.peers import Peer
 from pysched.capture.roiwatch import InsnCounter
 
 #: The console line after which the host starts the peer (guest/workloads/lib.sh peer_start).
 PEER_START_MARK = b"=== PYSCHED PEER START ==="
+#: The guest's last line before it powers off (guest/debian/init.sh).
+EXIT_MARK = con.EXIT_MARK.encode()
 
 # A "stop" is repeated this often until QEMU exits: the guest may not have opened the port yet.
 _STOP_REPEAT_SECONDS = 2.0
@@ -57,24 +62,29 @@ class RunMonitor:
         self.counter = InsnCounter(out_dir) if roi_insns is not None and out_dir else None
         self._offset = 0
         self._tail = b""
+        self._seen_start = False
+        self._seen_exit = False
         self.peer_started_at: float | None = None
+        self._peer_summary: dict[str, Any] | None = None
         self.stop_reason: str | None = None
         self.stop_at: float | None = None
         self._last_stop_sent = -1e9
         self._sock: socket.socket | None = None
         self.control_errors: list[str] = []
 
-    def _console_has_peer_start(self) -> bool:
+    def _read_console(self) -> None:
+        """Look for the peer-start and exit lines in what the console gained since last time."""
         try:
             with open(self.console, "rb") as f:
                 f.seek(self._offset)
                 new = f.read()
         except OSError:
-            return False
+            return
         self._offset += len(new)
         window = self._tail + new
         self._tail = window[-len(PEER_START_MARK):]
-        return PEER_START_MARK in window
+        self._seen_start = self._seen_start or PEER_START_MARK in window
+        self._seen_exit = self._seen_exit or EXIT_MARK in window
 
     def _send_stop(self, elapsed: float) -> None:
         if self.control is None or elapsed - self._last_stop_sent < _STOP_REPEAT_SECONDS:
@@ -94,10 +104,15 @@ class RunMonitor:
 
     def poll(self, elapsed: float) -> None:
         """One round of duties; ``elapsed`` is the run's wall time so far."""
-        if self.peer is not None and self.peer_started_at is None:
-            if self._console_has_peer_start():
-                self.peer.start()
-                self.peer_started_at = elapsed
+        self._read_console()
+        if self._seen_exit:
+            # The guest is done: nothing more to say to it, and its peer must go quiet.
+            if self.peer is not None and self._peer_summary is None:
+                self._peer_summary = self.peer.stop()
+            return
+        if self.peer is not None and self.peer_started_at is None and self._seen_start:
+            self.peer.start()
+            self.peer_started_at = elapsed
         if self.stop_reason is None:
             if self.peer is not None and self.peer_started_at is not None \
                     and self.peer.finished():
@@ -124,7 +139,7 @@ class RunMonitor:
         """
         peer = None
         if self.peer is not None:
-            peer = self.peer.stop()
+            peer = self._peer_summary if self._peer_summary is not None else self.peer.stop()
             peer["started_after_seconds"] = (round(self.peer_started_at, 3)
                                              if self.peer_started_at is not None else None)
         if self._sock is not None:

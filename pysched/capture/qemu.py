@@ -286,6 +286,9 @@ class QemuResult:
         What QEMU wrote to stderr.
     boot_hung : bool
         QEMU was stopped because the console did not show the boot marker in time.
+    shutdown_hung : bool
+        QEMU was stopped because the guest did not power off in time after the console showed
+        its exit marker (the guest's work was done by then).
     """
 
     returncode: int
@@ -293,6 +296,7 @@ class QemuResult:
     wall_seconds: float
     stderr: str
     boot_hung: bool = False
+    shutdown_hung: bool = False
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -358,6 +362,8 @@ def run_qemu(
     poll: Callable[[float], None] | None = None,
     env: Mapping[str, str] | None = None,
     vcpus: int = 0,
+    exit_marker: bytes | None = None,
+    shutdown_timeout: float = 60.0,
 ) -> QemuResult:
     """Run QEMU with its stdout (the serial console) going to a file.
 
@@ -382,6 +388,12 @@ def run_qemu(
         and the ROI watcher use it). An exception it raises stops QEMU and propagates.
     env : mapping, optional
         QEMU's environment (default: ours).
+    exit_marker : bytes, optional
+        Text the console shows when the guest is done and about to power off. Should QEMU
+        still run ``shutdown_timeout`` seconds after it appeared, it is stopped like on a
+        timeout (the result then has ``shutdown_hung``, not ``timed_out``).
+    shutdown_timeout : float
+        See ``exit_marker``.
     vcpus : int
         The number of vCPU threads to renice (:func:`renice_vcpu_threads`) once QEMU has
         created them; 0 leaves them alone.
@@ -392,7 +404,8 @@ def run_qemu(
         Exit status, whether it timed out or hung while booting, wall time and stderr.
     """
     start = time.monotonic()
-    timed_out = boot_hung = False
+    timed_out = boot_hung = shutdown_hung = False
+    exit_seen_at: float | None = None
     booted = boot_marker is None or boot_timeout is None
     # Files, not pipes: nothing has to drain them while QEMU runs. stdin is /dev/null so that
     # QEMU neither reads the terminal nor puts it in raw mode.
@@ -413,7 +426,7 @@ def run_qemu(
                 # Until the banner shows, wake up twice a second to look for it (the console
                 # is a few kB by then); afterwards just wait for the end, unless a poll
                 # callback wants to be called.
-                idle = booted and poll is None
+                idle = booted and poll is None and exit_marker is None
                 wait = remaining if idle else min(remaining, _BOOT_POLL_SECONDS)
                 try:
                     proc.wait(timeout=max(0.0, wait))
@@ -430,6 +443,13 @@ def run_qemu(
                         boot_hung = True
                         _stop(proc)
                         break
+                if exit_marker is not None and booted:
+                    if exit_seen_at is None and _console_has(console, exit_marker):
+                        exit_seen_at = elapsed
+                    if exit_seen_at is not None and elapsed - exit_seen_at >= shutdown_timeout:
+                        shutdown_hung = True
+                        _stop(proc)
+                        break
                 if elapsed >= timeout:
                     timed_out = True
                     _stop(proc)
@@ -442,7 +462,7 @@ def run_qemu(
             raise
     wall = time.monotonic() - start
     stderr = stderr_log.read_text(errors="replace") if stderr_log.exists() else ""
-    return QemuResult(proc.returncode, timed_out, wall, stderr, boot_hung)
+    return QemuResult(proc.returncode, timed_out, wall, stderr, boot_hung, shutdown_hung)
 
 
 def qemu_failed_message(result: QemuResult) -> str:

@@ -16,6 +16,7 @@ on a network server (seed 002), cache-hungry and cache-light programs (seed 003)
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -235,16 +236,18 @@ def param_env(params: Mapping[str, str]) -> dict[str, str]:
     return {f"P_{k.upper()}": v for k, v in params.items()}
 
 
-def describe() -> str:
-    """A table of the workloads for ``pysched trace --list``."""
+def describe(width: int = 100) -> str:
+    """A table of the workloads for ``pysched trace --list``, wrapped at ``width``."""
+    indent = " " * 15
     lines = []
     for w in WORKLOADS.values():
         params = " ".join(f"{k}={v}" for k, v in w.params.items())
-        lines.append(f"{w.name:12s} {w.summary}")
-        lines.append(f"{'':12s}   runs: {w.runs}")
-        lines.append(f"{'':12s}   after: {w.analogue}")
-        lines.append(f"{'':12s}   defaults: {params or '-'}; region {w.roi_seconds:g} s"
-                     + (f"; host peer: {w.peer}" if w.peer else ""))
+        lines.append(f"{w.name:14s} {w.summary}")
+        for label, text in (("runs", w.runs), ("after", w.analogue),
+                            ("defaults", f"{params or '-'}; region {w.roi_seconds:g} s"
+                             + (f"; host peer: {w.peer}" if w.peer else ""))):
+            lines += textwrap.wrap(f"{label}: {text}", width, initial_indent=indent,
+                                   subsequent_indent=indent + "  ")
     return "\n".join(lines)
 
 
