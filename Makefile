@@ -1,12 +1,14 @@
 # pysched: full-system traces of Linux guests for OS-scheduler studies.
-#   make run    set everything up, then trace the demo workload and check the trace
+#   make run    set everything up, then analyse the shipped traces in data/ into results/
 #   make test   set everything up, then run the test suite (what CI runs)
+#   make demo   trace a demo command on the busybox test guest and check the trace
 #   make trace WORKLOAD=find [TRACE_OUT=out/find] [TRACE_ARGS="--roi-insns 150M"]
 #               trace one workload of the suite on the Debian guest (`pysched trace --list`)
 #   make data   regenerate the shipped sample traces in data/ (a few minutes)
 PY      := .venv/bin/python
 PYSCHED := .venv/bin/pysched
-RUN_OUT ?= out/demo
+RUN_OUT ?= results
+DEMO_OUT ?= out/demo
 WORKLOAD ?=
 TRACE_OUT ?= out/$(WORKLOAD)
 TRACE_ARGS ?=
@@ -15,8 +17,8 @@ TRACE_ARGS ?=
 DATA_WORKLOADS := find apache filesrv dss
 DATA_ARGS := --vcpus 2 --roi-insns 125M --compact 19
 
-.PHONY: setup plugin guest run test test-all bench bench-tracer clean bench-models trace data \
-	bench-analysis
+.PHONY: setup plugin guest run demo test test-all bench bench-tracer clean bench-models trace \
+	data bench-analysis
 
 setup:
 	bash scripts/setup.sh
@@ -43,11 +45,17 @@ data: plugin guest
 	  du -sh data/$$w; \
 	done
 
+# The main job: SuperFunctions, breakups, epoch similarity and page heatmaps of every shipped
+# trace, with the paper's figures beside ours (results/summary.md).
 run: plugin guest
 	rm -rf $(RUN_OUT)
-	$(PYSCHED) trace --guest busybox --out $(RUN_OUT) --vcpus 2 \
+	$(PYSCHED) analyse --data data --out $(RUN_OUT)
+
+demo: plugin guest
+	rm -rf $(DEMO_OUT)
+	$(PYSCHED) trace --guest busybox --out $(DEMO_OUT) --vcpus 2 \
 	    --cmd "sysloop 1000; spin 20 & spin 20 & wait; ls -R /proc/sys > /dev/null"
-	$(PYSCHED) check $(RUN_OUT)
+	$(PYSCHED) check $(DEMO_OUT)
 
 test: plugin guest
 	$(PY) -m pytest -q -m "not slow"

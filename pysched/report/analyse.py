@@ -1,0 +1,203 @@
+"""One trace through the analysis pipeline: SuperFunctions, breakups, epoch similarity, page
+heatmaps and the Bloom-filter ranking test, gathered into one record.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pysched.characterisation import (
+    Breakup,
+    consecutive_similarity,
+    epoch_breakup,
+    instruction_breakup,
+    steady_state,
+)
+from pysched.heatmaps import SIZES, EpochPages, PageHeatmaps, tau_vs_size
+from pysched.superfunctions import DEFAULT_EPOCH, Segmentation, segment
+from pysched.trace import open_trace
+
+
+@dataclass
+class AnalysisOptions:
+    """What :func:`analyse_trace` computes.
+
+    Attributes
+    ----------
+    epoch_len : int
+        Instructions per vCPU per epoch.
+    bloom_bits : int
+        Page-heatmap size of the drawn heatmaps and the overlap table.
+    tau_epochs : int
+        At most this many epochs (evenly spaced) enter the tau-b test; it costs one exact
+        overlap matrix per epoch.
+    warmup : int
+        Epochs of start-up left out of the steady-state similarity figures.
+    """
+
+    epoch_len: int = DEFAULT_EPOCH
+    bloom_bits: int = 512
+    tau_epochs: int = 60
+    warmup: int = 5
+
+    def __post_init__(self) -> None:
+        for name in ("epoch_len", "bloom_bits", "tau_epochs"):
+            if int(getattr(self, name)) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.bloom_bits not in SIZES:
+            raise ValueError(f"bloom_bits must be one of {SIZES}, got {self.bloom_bits}")
+        if int(self.warmup) < 0:
+            raise ValueError(f"warmup must be 0 or more epochs, got {self.warmup}")
+
+
+@dataclass
+class TraceAnalysis:
+    """Everything :func:`analyse_trace` found in one trace.
+
+    Attributes
+    ----------
+    name : str
+        The trace directory's name.
+    seg : Segmentation
+    breakup : Breakup
+        Instructions per category over the whole trace (Fig 4).
+    epochs : pandas.DataFrame
+        Instructions per superFuncType in each epoch that every vCPU completed.
+    similarity : pandas.Series
+        Cosine similarity of consecutive epochs (section 4.4).
+    heat : PageHeatmaps
+    epoch : int or None
+        The representative epoch whose heatmaps are drawn (None: the trace has no epoch with
+        heat).
+    pages : EpochPages or None
+        That epoch's code pages per superFuncType.
+    tau : pandas.DataFrame
+        Kendall tau-b per Page-heatmap size (Fig 11).
+    seconds : dict of str to float
+        Wall time of each stage.
+    manifest : dict
+        The trace's manifest (empty when it has none).
+    """
+
+    name: str
+    seg: Segmentation
+    breakup: Breakup
+    epochs: pd.DataFrame
+    similarity: pd.Series
+    heat: PageHeatmaps
+    epoch: int | None
+    pages: EpochPages | None
+    tau: pd.DataFrame
+    seconds: dict[str, float] = field(default_factory=dict)
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self, opts: AnalysisOptions) -> dict[str, Any]:
+        """The headline numbers as plain JSON-able values."""
+        sim = self.similarity
+        after = sim.loc[opts.warmup:] if len(sim) else sim
+        tau = self.tau.set_index("bits")
+        man = self.manifest
+        return {
+            "trace": self.name,
+            "path": str(self.seg.path),
+            "workload": man.get("workload") or man.get("command"),
+            "vcpus": len(self.seg.vcpu_insns),
+            "instructions": int(self.seg.total_insns),
+            "instructions_per_vcpu": {str(v): int(n) for v, n in self.seg.vcpu_insns.items()},
+            "epoch_len": int(self.seg.epoch_len),
+            "full_epochs": int(len(self.epochs)),
+            "instances": int(len(self.seg.instances)),
+            "superfunctypes": int(len(self.seg.types)),
+            "breakup": self.breakup.fractions(),
+            "breakup_paper_categories": self.breakup.paper_fractions(),
+            "scheduler_share": (self.breakup.scheduler / (self.breakup.total
+                                                          + self.breakup.scheduler)
+                                if self.breakup.total else 0.0),
+            "similarity": {
+                "warmup_epochs": int(opts.warmup),
+                "epochs_after_warmup": int(len(after)),
+                "median_after_warmup": _num(after.median()) if len(after) else None,
+                "share_above_0.995": _num((after > 0.995).mean()) if len(after) else None,
+                "share_above_0.98": _num((after > 0.98).mean()) if len(after) else None,
+                "steady_from_epoch": steady_state(sim, 0.995, window=5),
+            },
+            "tau_b_mean": {str(int(b)): _num(tau.loc[b, "tau_mean"]) for b in tau.index},
+            "heatmap_epoch": self.epoch,
+            "warnings": [{k: w[k] for k in ("code", "severity", "count", "text", "where")}
+                         for w in self.seg.warnings],
+            "seconds": {k: round(v, 2) for k, v in self.seconds.items()},
+        }
+
+
+def _num(x: Any) -> float | None:
+    """A float for JSON, None for NaN."""
+    x = float(x)
+    return None if np.isnan(x) else x
+
+
+def full_epochs(seg: Segmentation, matrix: pd.DataFrame) -> pd.DataFrame:
+    """Keep the epochs in which every vCPU retired a whole epoch's instructions: past the end
+    of the shortest vCPU's stream the mix would shift only because a vCPU fell silent."""
+    shortest = min(seg.vcpu_insns.values(), default=0)
+    return matrix.iloc[:shortest // seg.epoch_len]
+
+
+def representative_epoch(heat: PageHeatmaps) -> int | None:
+    """The middle epoch among those with the most superFuncTypes (a steady-state one)."""
+    sizes = heat.epoch_sizes()
+    if sizes.empty:
+        return None
+    types = sizes.groupby("epoch")["type"].size()
+    busy = types[types >= types.quantile(0.75)]
+    return int(busy.index[len(busy) // 2])
+
+
+def analyse_trace(path: str | Path, opts: AnalysisOptions | None = None) -> TraceAnalysis:
+    """Run the analysis pipeline on one trace directory.
+
+    Parameters
+    ----------
+    path : str or Path
+        A trace directory (as written by ``pysched trace``).
+    opts : AnalysisOptions, optional
+
+    Returns
+    -------
+    TraceAnalysis
+
+    Raises
+    ------
+    pysched.trace.TraceError
+        When the directory is not a trace the segmentation can follow (the message names
+        the file or table).
+    """
+    opts = opts or AnalysisOptions()
+    seconds: dict[str, float] = {}
+    t0 = time.perf_counter()
+    trace = open_trace(path)
+    seg = segment(trace, epoch_len=opts.epoch_len)
+    seconds["segment"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    breakup = instruction_breakup(seg)
+    epochs = full_epochs(seg, epoch_breakup(seg))
+    similarity = consecutive_similarity(epochs)
+    seconds["characterise"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    heat = PageHeatmaps(seg)
+    k = representative_epoch(heat)
+    pages = heat.epoch(k) if k is not None else None
+    ks = list(range(heat.nepochs))
+    if len(ks) > opts.tau_epochs:
+        ks = ks[::-(-len(ks) // opts.tau_epochs)]
+    tau = tau_vs_size(heat, SIZES, epochs=ks)
+    seconds["heatmaps"] = time.perf_counter() - t0
+    return TraceAnalysis(name=Path(path).name, seg=seg, breakup=breakup, epochs=epochs,
+                         similarity=similarity, heat=heat, epoch=k, pages=pages, tau=tau,
+                         seconds=seconds, manifest=dict(trace.manifest or {}))

@@ -1,0 +1,98 @@
+"""``pysched analyse [TRACE ...] --out DIR``: the analysis pipeline on traces, written as
+tables, figures and a summary (see :mod:`pysched.report.write` for the layout).
+
+Without a TRACE it analyses every trace shipped in ``data/`` (the directories there with a
+``manifest.json``), which is what ``make run`` does.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from pysched.superfunctions import DEFAULT_EPOCH
+from pysched.trace import TraceError
+
+from .analyse import AnalysisOptions, analyse_trace
+from .write import write_overview, write_trace
+
+
+def _count(text: str) -> int:
+    """An instruction count with an optional k/M/G suffix (``6M``)."""
+    scale = {"k": 10**3, "m": 10**6, "g": 10**9}
+    t = text.strip().lower()
+    try:
+        if t and t[-1] in scale:
+            return int(float(t[:-1]) * scale[t[-1]])
+        return int(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an instruction count: {text!r}") from None
+
+
+def shipped_traces(data: Path) -> list[Path]:
+    """The trace directories in ``data`` (those with a ``manifest.json``), sorted by name."""
+    if not data.is_dir():
+        return []
+    return sorted(p for p in data.iterdir() if (p / "manifest.json").is_file())
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("traces", nargs="*", type=Path, metavar="TRACE",
+                   help="trace directories (default: every trace in --data)")
+    p.add_argument("--data", type=Path, default=Path("data"),
+                   help="where the shipped traces are (default: ./data)")
+    p.add_argument("--out", type=Path, default=Path("results"),
+                   help="results directory (default: ./results)")
+    p.add_argument("--epoch-insns", type=_count, default=DEFAULT_EPOCH,
+                   help=f"instructions per vCPU per epoch (default {DEFAULT_EPOCH:,}: 3 ms at "
+                        "2 GHz and an IPC of 1)")
+    p.add_argument("--bloom-bits", type=int, default=512,
+                   help="Page-heatmap size for the drawn heatmaps and overlap table "
+                        "(128, 256, 512, 1024 or 2048; default 512)")
+    p.add_argument("--tau-epochs", type=int, default=60,
+                   help="at most this many epochs enter the tau-b test (default 60)")
+    p.add_argument("--warmup", type=int, default=5,
+                   help="epochs left out of the steady-state similarity figures (default 5)")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        opts = AnalysisOptions(epoch_len=args.epoch_insns, bloom_bits=args.bloom_bits,
+                               tau_epochs=args.tau_epochs, warmup=args.warmup)
+    except ValueError as exc:
+        print(f"pysched analyse: {exc}", file=sys.stderr)
+        return 2
+    traces = list(args.traces) or shipped_traces(args.data)
+    if not traces:
+        print(f"pysched analyse: no trace given and {args.data} has no trace directory "
+              "(one with a manifest.json)", file=sys.stderr)
+        return 2
+    for t in traces:
+        if not t.is_dir():
+            print(f"pysched analyse: {t}: not a directory", file=sys.stderr)
+            return 2
+    names = [t.name for t in traces]
+    if len(set(names)) != len(names):
+        print(f"pysched analyse: two traces have the same name ({names}); their results "
+              "would overwrite each other", file=sys.stderr)
+        return 2
+    analyses = []
+    for t in traces:
+        t0 = time.perf_counter()
+        try:
+            a = analyse_trace(t, opts)
+        except (TraceError, FileNotFoundError) as exc:
+            print(f"pysched analyse: {t}: {exc}", file=sys.stderr)
+            return 1
+        write_trace(a, opts, args.out)
+        analyses.append(a)
+        b = a.breakup.paper_fractions()
+        print(f"{t}: {a.seg.total_insns:,} instructions, {len(a.epochs)} epochs, "
+              f"{len(a.seg.instances):,} SuperFunction instances; application "
+              f"{100 * b['application']:.1f} %, system calls {100 * b['syscall']:.1f} %, "
+              f"interrupts {100 * b['interrupt']:.1f} %, bottom halves "
+              f"{100 * b['bottom_half']:.1f} % ({time.perf_counter() - t0:.1f} s)")
+    write_overview(analyses, opts, args.out)
+    print(f"results in {args.out}/ (summary.md, summary.json, figures, per-trace tables)")
+    return 0

@@ -1,0 +1,78 @@
+"""``pysched analyse``: the pipeline on a shipped trace, written to a results directory."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pysched.cli import main
+from pysched.report import AnalysisOptions, markdown, read_summary
+
+ROOT = Path(__file__).resolve().parents[1]
+DSS = ROOT / "data" / "dss"
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not (DSS / "manifest.json").is_file():
+        pytest.fail(f"the shipped trace {DSS} is missing")
+    out = tmp_path_factory.mktemp("results")
+    assert main(["analyse", str(DSS), "--out", str(out), "--tau-epochs", "8"]) == 0
+    return out
+
+
+def test_results_layout(results: Path) -> None:
+    for f in ("summary.json", "summary.md", "breakup.png", "similarity.png", "tau.png"):
+        assert (results / f).stat().st_size > 0, f
+    for f in ("instances.parquet", "pieces.parquet", "types.csv", "epoch-breakup.csv",
+              "similarity.csv", "tau.csv", "overlap.csv", "heatmaps.png", "overlap.png"):
+        assert (results / "dss" / f).stat().st_size > 0, f
+
+
+def test_summary_agrees_with_the_tables(results: Path) -> None:
+    s = json.loads((results / "summary.json").read_text())["traces"][0]
+    assert s["trace"] == "dss" and s["vcpus"] == 2
+    assert sum(s["breakup"].values()) == pytest.approx(1.0)
+    assert sum(s["breakup_paper_categories"].values()) == pytest.approx(1.0)
+    types = pd.read_csv(results / "dss" / "types.csv")
+    # every instruction is in exactly one type: outside or inside scheduler code
+    assert int(types["insns"].sum() + types["sched_insns"].sum()) == s["instructions"]
+    pieces = pd.read_parquet(results / "dss" / "pieces.parquet")
+    assert int((pieces["stop"] - pieces["start"]).sum()) == s["instructions"]
+    epochs = pd.read_csv(results / "dss" / "epoch-breakup.csv", index_col="epoch")
+    assert len(epochs) == s["full_epochs"] >= 20
+    # a full epoch holds epoch_len instructions of each vCPU, scheduler code left out
+    assert s["full_epochs"] == min(s["instructions_per_vcpu"].values()) // s["epoch_len"]
+    assert (epochs.sum(axis=1) <= 2 * s["epoch_len"]).all()
+    assert (epochs.sum(axis=1) > 1.9 * s["epoch_len"]).all()
+    tau = pd.read_csv(results / "dss" / "tau.csv")
+    assert list(tau["bits"]) == [128, 256, 512, 1024, 2048]
+    assert s["tau_b_mean"]["512"] == pytest.approx(float(tau.loc[2, "tau_mean"]))
+    table = read_summary(results)
+    assert table.loc["dss", "instructions"] == s["instructions"]
+
+
+def test_markdown_names_every_trace(results: Path) -> None:
+    text = (results / "summary.md").read_text()
+    assert "| dss | 459," in text or "| dss |" in text
+    assert "application 80 %" in text          # the paper's stated DSS breakup beside ours
+    data = json.loads((results / "summary.json").read_text())
+    assert markdown(data["traces"], AnalysisOptions(**data["options"])) == text
+
+
+def test_bad_input_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope"
+    assert main(["analyse", str(missing), "--out", str(tmp_path / "r")]) == 2
+    assert str(missing) in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["analyse", str(empty), "--out", str(tmp_path / "r")]) == 1
+    assert str(empty) in capsys.readouterr().err
+    assert main(["analyse", str(DSS), "--bloom-bits", "500"]) == 2
+    assert "bloom_bits" in capsys.readouterr().err
+    assert main(["analyse", "--data", str(tmp_path), "--out", str(tmp_path / "r")]) == 2
+    assert "no trace" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["analyse", str(DSS), "--epoch-insns", "lots"])
