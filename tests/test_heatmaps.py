@@ -172,6 +172,24 @@ def test_tau_drops_with_collisions() -> None:
     assert small < big <= 1.0
 
 
+def test_tau_is_zero_when_the_filter_cannot_tell_types_apart() -> None:
+    # Type 0's neighbours have 3, 2 and 1 common frames, but a 1-bit filter gives every AND
+    # the same weight: the estimate orders nothing (tau 0, not left out). Type 4's exact
+    # overlaps are all equal: no reference ranking at any size, so it is left out.
+    p = pages_of({0: (OS, [1, 2, 3]), 1: (OS, [1, 2, 3]), 2: (OS, [1, 2]), 3: (OS, [1]),
+                  4: (APP, [50, 51]), 5: (APP, [50, 60]), 6: (APP, [51, 61])})
+    one = tau_per_type(p, 1)
+    assert 4 not in one["type"].tolist()
+    row = one[one["type"] == 0]
+    assert len(row) == 1 and float(row["tau"].iloc[0]) == 0.0
+    # Small frames hash to themselves (no shift reaches them), so 2048 bits have no
+    # collision here: the same types are ranked, type 0 exactly as the page sets do.
+    np.testing.assert_array_equal(p.bloom_overlap(2048), p.exact_overlap())
+    big = tau_per_type(p, 2048)
+    assert sorted(big["type"].tolist()) == sorted(one["type"].tolist())
+    assert float(big.loc[big["type"] == 0, "tau"].iloc[0]) == 1.0
+
+
 # --- on a segmentation -------------------------------------------------------------------------
 
 def _trace(tmp_path: Path) -> Path:

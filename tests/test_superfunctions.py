@@ -212,6 +212,36 @@ def test_bottom_half_after_an_interrupt(tmp_path: Path) -> None:
     assert seg.actions[S["run_timer_softirq"]] == "run_timer_softirq"
 
 
+def test_interrupts_nested_in_an_interrupt_and_in_a_bottom_half(tmp_path: Path) -> None:
+    # Section 3: an interrupt pauses whatever runs, interrupts and bottom halves included, and
+    # the paused instance resumes at the return.
+    ks = tf.KernelSim()
+    ks.user(0)                                # 0..4
+    ks.interrupt(0, T1, 236, user=1)          # timer: handler 4..7
+    ks.kernel(0, "handle_irq")                # 7..10
+    ks.interrupt(0, T1, 14, user=0)           # a page fault inside it: 10..13
+    ks.kernel(0, "handle_irq")                # 13..16
+    ks.iret(0, T1, user=0)                    # 16..18
+    ks.kernel(0, "irq_exit_rcu")              # 18..21
+    ks.kernel(0, "handle_softirqs")           # 21..24
+    ks.kernel(0, "run_timer_softirq")         # the action: 24..27
+    ks.interrupt(0, T1, 33, user=0)           # an interrupt inside the bottom half: 27..30
+    ks.iret(0, T1, user=0)                    # 30..32
+    ks.kernel(0, "__run_timers", 1)           # 32..35
+    ks.f.run(0, ks.kblock("handle_softirqs", 1))  # back in the dispatcher: 35..38
+    ks.iret(0, T1, user=1)                    # 38..40
+    ks.user(0)                                # 40..44
+    seg = segment(ks.write(tmp_path / "t"))
+    assert merged(seg) == [(APP, -1, 0, 4), (INT, 236, 4, 10), (INT, 14, 10, 18),
+                           (INT, 236, 18, 24), (BH, -1, 24, 27), (INT, 33, 27, 32),
+                           (BH, -1, 32, 35), (INT, 236, 35, 40), (APP, -1, 40, 44)]
+    i = seg.instances
+    assert list(i["category"]) == [APP, INT, INT, BH, INT]
+    assert list(i["parent"]) == [-1, 0, 1, 1, 3]
+    assert list(i["insns"]) == [8, 17, 8, 6, 5]
+    assert seg.warnings == []
+
+
 def test_context_switch_in_the_middle_of_a_system_call(tmp_path: Path) -> None:
     ks = tf.KernelSim()
     ks.f.marker(0, 0, thread=T1)
@@ -398,8 +428,9 @@ def test_epoch_heat_follows_epoch_boundaries(tmp_path: Path) -> None:
 
 # --- bad input -----------------------------------------------------------------------------
 
-def _simple(tmp_path: Path) -> tf.KernelSim:
-    ks = tf.KernelSim()
+def _simple(tmp_path: Path | None = None, ks: tf.KernelSim | None = None) -> tf.KernelSim:
+    """User code, a system call, an interrupt and user code again (on ``ks`` if given)."""
+    ks = tf.KernelSim() if ks is None else ks
     ks.user(0)
     ks.syscall(0, T1, 0)
     ks.sysret(0, T1)
@@ -443,10 +474,43 @@ def test_missing_column_and_block(tmp_path: Path) -> None:
         segment(ks.write(tmp_path / "c"))
 
 
+def _windows(roi: str | None) -> tf.KernelSim:
+    """A system call, an interrupt and user code, twice; with ``roi``, a begin/end marker
+    pair around each pass (two windows with ``roi=marker``, labels with ``roi=all``)."""
+    ks = tf.KernelSim()
+    if roi is not None:
+        ks.f.plugin_info = {"schema_version": 1, "options": {"roi": roi}}
+    for _ in range(2):
+        if roi is not None:
+            ks.f.marker(0, 0)
+        _simple(ks=ks)
+        if roi is not None:
+            ks.f.run(0, ks.ublock("A", 5, 3, tf.F_MARKER))  # the `roi end` instruction
+            ks.f.marker(0, 1)
+        else:
+            ks.f.run(0, ks.ublock("A", 5, 3))
+    return ks
+
+
+def test_roi_all_markers_are_labels(tmp_path: Path) -> None:
+    # With roi=all, begin/end pairs do not stop recording: the trace is one window and
+    # segments exactly as the same execution without markers.
+    plain = segment(_windows(None).write(tmp_path / "plain"))
+    labelled = segment(_windows("all").write(tmp_path / "all"))
+    assert spans(labelled) == spans(plain)
+    assert [c for c, *_ in merged(labelled)] == [APP, SYS, INT, APP, SYS, INT, APP]
+    assert labelled.vcpu_insns == plain.vcpu_insns
+
+
 def test_two_windows_and_no_sysmap(tmp_path: Path) -> None:
+    # roi=marker with two begin/end pairs: refused, saying what to record instead.
+    root = _windows("marker").write(tmp_path / "w")
+    with pytest.raises(TraceError, match=r"markers: vCPU 0 row 2: ROI begin at icount \d+, a "
+                       r"second recording window \(roi=marker\).*record one window per trace"):
+        segment(root)
     ks = _simple(tmp_path)
-    ks.f.marker(0, 0)
-    with pytest.raises(TraceError, match="one ROI window"):
+    ks.f.plugin_info = {"schema_version": 1, "options": {"roi": "marker"}, "windows": 3}
+    with pytest.raises(TraceError, match=r"plugin.json: 3 recording windows .*roi=all"):
         segment(ks.write(tmp_path / "t"))
     ks = _simple(tmp_path)
     ks.f.plugin_info = {"schema_version": 1, "options": {"sysmap": ""},

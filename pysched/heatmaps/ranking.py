@@ -6,6 +6,13 @@ and by exact overlap (common code frames). Kendall's tau-b between the two
 (:func:`scipy.stats.kendalltau`, which handles ties as tau-b does) says how faithful the
 estimate is: 1 when the orders agree. A Bloom filter without collisions counts common frames
 exactly, so its tau-b is 1.
+
+Ties: a type whose exact overlaps are all equal has no reference ranking, and is left out at
+every size. A type whose exact overlaps differ but whose estimates are all equal (a filter so
+full that every AND has the same weight) gets tau 0, not "undefined": the estimate then orders
+no pair, neither concordantly nor discordantly, which is what tau's numerator counts. Leaving
+such types out would drop exactly the failures of small filters, and average each size over a
+different set of types.
 """
 from __future__ import annotations
 
@@ -36,7 +43,9 @@ def tau_per_type(pages: EpochPages, nbits: int, os_app: bool = False,
     -------
     pandas.DataFrame
         ``type``, ``others`` (types ranked), ``tau``. A type with fewer than two others, or
-        whose exact overlaps (or estimates) are all equal, has no defined tau and is left out.
+        whose exact overlaps are all equal, has no reference ranking and is left out; one
+        whose estimates are all equal (but exact overlaps are not) has tau 0 (module
+        docstring).
     """
     exact = pages.exact_overlap() if exact is None else exact
     est = pages.bloom_overlap(nbits)
@@ -47,9 +56,9 @@ def tau_per_type(pages: EpochPages, nbits: int, os_app: bool = False,
         if sel.sum() < 2:
             continue
         a, b = exact[i, sel], est[i, sel]
-        if np.all(a == a[0]) or np.all(b == b[0]):
+        if np.all(a == a[0]):
             continue
-        tau = kendalltau(b, a, variant="b").statistic
+        tau = 0.0 if np.all(b == b[0]) else kendalltau(b, a, variant="b").statistic
         rows.append((pages.types[i], int(sel.sum()), float(tau)))
     return pd.DataFrame(rows, columns=["type", "others", "tau"]).astype(
         {"type": np.uint64, "others": np.int64, "tau": np.float64})

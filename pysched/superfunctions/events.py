@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from pysched.trace import Trace, TraceError
+from pysched.trace.check_order import roi_mode
 from pysched.trace.schema import KIND_ENTRY, KIND_RETURN, MARKER_BEGIN
 
 from .functype import IA32_OFFSET
@@ -132,14 +133,36 @@ def _check_sorted(trace: Trace, name: str, vcpu: int, icount: np.ndarray) -> Non
                              f"(icount {int(icount[r])} after {int(icount[r - 1])})")
 
 
+#: What to do instead of a trace of several ROI windows (see :func:`_check_windows`).
+ONE_WINDOW_HINT = (
+    "record one window per trace: a single `roi begin` ... `roi end` around the whole region "
+    "of interest, with `roi mark N` to label phases inside it (the markers table keeps the "
+    "labels and their icounts), or one trace per window; or record with roi=all, where "
+    "begin/end markers are only labels and the recording is one continuous window")
+
+
 def _check_windows(trace: Trace) -> None:
-    """Segmentation follows thread state through the trace, so it needs one recorded window:
-    the plugin does not mark where other vCPUs resume after a second ``begin``."""
+    """Segmentation follows thread state through the trace, so it needs the trace to be one
+    continuous recording.
+
+    With ``roi=all`` it always is: markers are recorded but do not stop recording, so begin
+    and end rows are labels. With ``roi=marker`` each ``begin`` after an ``end`` starts a new
+    window after a gap the trace does not show (threads entered and left the kernel, switched,
+    exited), and the plugin writes the begin/end rows only on the vCPU that executed the
+    marker: where the other vCPUs' streams cross a window boundary is not recorded, so they
+    cannot be cut per window. Such traces are refused with :data:`ONE_WINDOW_HINT`.
+    """
+    if roi_mode(trace.plugin_info) == "all":
+        return
     info = trace.plugin_info or {}
     windows = info.get("windows")
+    why = ("the plugin records where a window starts and ends only on the vCPU that ran the "
+           "marker, so the other vCPUs' streams cannot be cut at the window boundaries, and "
+           "what threads did in the gaps between windows is not in the trace")
     if isinstance(windows, int) and windows > 1:
-        raise TraceError(f"{trace.path / 'plugin.json'}: {windows} recording windows; "
-                         "segmentation needs a trace of one ROI window")
+        raise TraceError(f"{trace.path / 'plugin.json'}: {windows} recording windows (roi=marker "
+                         f"with several begin/end pairs); segmentation needs one: {why}. "
+                         f"Instead, {ONE_WINDOW_HINT}")
     for v in trace.all_vcpus():
         m = trace.table("markers", v)
         kind = m.column("kind").to_numpy()
@@ -147,8 +170,9 @@ def _check_windows(trace: Trace) -> None:
         late = np.flatnonzero((kind == MARKER_BEGIN) & (ic > 0))
         if len(late):
             raise TraceError(f"{trace.path / 'markers'}: vCPU {v} row {int(late[0])}: ROI begin "
-                             f"at icount {int(ic[late[0]])}; segmentation needs a trace of one "
-                             "ROI window")
+                             f"at icount {int(ic[late[0]])}, a second recording window "
+                             f"(roi=marker); segmentation needs one: {why}. Instead, "
+                             f"{ONE_WINDOW_HINT}")
 
 
 def _check_sysmap(trace: Trace) -> None:
@@ -179,7 +203,8 @@ def load_events(trace: Trace) -> TraceEvents:
     ------
     TraceError
         On a missing column, rows out of ``icount`` order within a table, more than one
-        recording window, or a trace recorded without kernel symbols.
+        recording window (``roi=marker``, see :func:`_check_windows`), or a trace recorded
+        without kernel symbols.
     """
     _check_windows(trace)
     _check_sysmap(trace)

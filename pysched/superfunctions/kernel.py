@@ -269,7 +269,11 @@ def _step(n, flags, action, vs, th, tstack, inst, pcs, cnt, params, warn):
 
 @numba.njit(cache=True, inline="always")
 def _heat(n, epoch, slot, page, hkeys, hcache, cnt, params):
-    """Record that ``slot`` executed ``page`` in ``epoch`` (a set: repeats are free)."""
+    """Record that ``slot`` executed ``page`` in ``epoch`` (a set: repeats are free); a
+    negative ``page`` (unknown frame) is only counted."""
+    if page < 0:
+        cnt[C_UNKPAGE] += 1
+        return
     key = (epoch << (SLOT_BITS + PAGE_BITS)) | (slot << PAGE_BITS) | page
     c = page & (HCACHE - 1)
     if hcache[n, c] == key:
@@ -507,104 +511,14 @@ def _advance(n, stop_ev, stop_ic, chunk_blocks, chunk_row0, table,
     epoch = ic // epoch_len
     epoch_end = (epoch + 1) * epoch_len
     status = DONE
-    while True:
-        k = vs[n, V_EV]
-        target = ev_icount[k] if k < stop_ev else stop_ic
-        if target < ic:
-            status = ERR_BEHIND
-            break
-        while ic < target:
-            if budget <= 0:
-                budget = _budget(inst, pcs, hkeys, cnt, params, depth)
-                if budget <= 0:
-                    status = NEED_SPACE
-                    break
-            budget -= 1
-            r = row - chunk_row0
-            if r >= nrows:
-                status = NEED_CHUNK
-                break
-            b = np.int64(chunk_blocks[r])
-            size = table[b, B_N] if b < ntable else -1
-            if size < 0:
-                status = ERR_BLOCK
-                break
-            while tr < ntr and tr_rows[tr] < row:
-                tr += 1
-            if tr < ntr and tr_rows[tr] == row and tr_retired[tr] < size:
-                size = tr_retired[tr]
-            if off >= size:
-                row += 1
-                off = 0
-                continue
-            take = size - off
-            if target - ic < take:
-                take = target - ic
-            if ic >= epoch_end:
-                # Division is slow; epochs change rarely.
-                epoch = ic // epoch_len
-                epoch_end = (epoch + 1) * epoch_len
-            if epoch_end - ic < take:
-                take = epoch_end - ic
-            s = table[b, B_START]
-            bf = table[b, B_FLAGS]
-            if bf != F_MIXED:
-                action = table[b, B_ACTION] if off == 0 else -1
-                if bf == last_flags and action < 0:
-                    slot = last_slot
-                else:
-                    vs[n, V_IC] = ic
-                    vs[n, V_ROW] = row
-                    vs[n, V_OFF] = off
-                    slot = _step(n, bf, action, vs, th, tstack, inst, pcs, cnt, params, warn)
-                    if slot < -1:
-                        status = slot + 10
-                        break
-                    last_flags = bf
-                    last_slot = slot
-                if slot >= 0:
-                    pg = table[b, B_PAGE]
-                    if pg >= 0:
-                        key = (epoch << (SLOT_BITS + PAGE_BITS)) | (slot << PAGE_BITS) | pg
-                        # The small direct-mapped cache answers almost always; testing it
-                        # first (not "same key as the last block", which flips unpredictably
-                        # with the page) keeps the branch predictable.
-                        if hcache[n, pg & (HCACHE - 1)] != key:
-                            _heat(n, epoch, slot, pg, hkeys, hcache, cnt, params)
-                    else:
-                        for j in range(off, off + take):
-                            pg = np.int64(ins_page[s + j])
-                            if pg >= 0:
-                                _heat(n, epoch, slot, pg, hkeys, hcache, cnt, params)
-                            else:
-                                cnt[C_UNKPAGE] += 1
-                ic += take
-            else:
-                last_flags = -1
-                vs[n, V_ROW] = row
-                vs[n, V_OFF] = off
-                for j in range(off, off + take):
-                    vs[n, V_IC] = ic
-                    vs[n, V_OFF] = j
-                    slot = _step(n, np.int64(ins_flags[s + j]), np.int64(ins_action[s + j]),
-                                 vs, th, tstack, inst, pcs, cnt, params, warn)
-                    if slot < -1:
-                        break
-                    if slot >= 0:
-                        pg = np.int64(ins_page[s + j])
-                        if pg >= 0:
-                            _heat(n, epoch, slot, pg, hkeys, hcache, cnt, params)
-                        else:
-                            cnt[C_UNKPAGE] += 1
-                    ic += 1
-                if slot < -1:
-                    status = slot + 10
-                    break
-            off += take
-            if off >= size:
-                row += 1
-                off = 0
-        if status != DONE or k >= stop_ev:
+    k = vs[n, V_EV]
+    target = ev_icount[k] if k < stop_ev else stop_ic
+    if target < ic:
+        status = ERR_BEHIND
+    # One step per iteration: the instructions of one exec row up to ``target`` (the next
+    # event's counter, or ``stop_ic`` after the last event), or the event at ``target``.
+    while status == DONE:
+        if ic == target and k >= stop_ev:
             break
         if budget <= 0:
             budget = _budget(inst, pcs, hkeys, cnt, params, depth)
@@ -612,16 +526,99 @@ def _advance(n, stop_ev, stop_ic, chunk_blocks, chunk_row0, table,
                 status = NEED_SPACE
                 break
         budget -= 1
-        vs[n, V_IC] = ic
-        vs[n, V_ROW] = row
-        vs[n, V_OFF] = off
-        r = _event(n, k, ev_icount, ev_kind, ev_thread, ev_prev, ev_arg, ev_slot, ev_aspace,
-                   ev_user, vs, th, tstack, inst, cnt, params, warn, asp)
-        last_flags = -1
-        if r < 0:
-            status = r
+        if ic == target:
+            vs[n, V_IC] = ic
+            vs[n, V_ROW] = row
+            vs[n, V_OFF] = off
+            r = _event(n, k, ev_icount, ev_kind, ev_thread, ev_prev, ev_arg, ev_slot,
+                       ev_aspace, ev_user, vs, th, tstack, inst, cnt, params, warn, asp)
+            last_flags = -1
+            if r < 0:
+                status = r
+                break
+            k += 1
+            vs[n, V_EV] = k
+            target = ev_icount[k] if k < stop_ev else stop_ic
+            if target < ic:
+                status = ERR_BEHIND
+            continue
+        r = row - chunk_row0
+        if r >= nrows:
+            status = NEED_CHUNK
             break
-        vs[n, V_EV] = k + 1
+        b = np.int64(chunk_blocks[r])
+        size = table[b, B_N] if b < ntable else -1
+        if size < 0:
+            status = ERR_BLOCK
+            break
+        while tr < ntr and tr_rows[tr] < row:
+            tr += 1
+        if tr < ntr and tr_rows[tr] == row and tr_retired[tr] < size:
+            size = tr_retired[tr]
+        if off >= size:
+            row += 1
+            off = 0
+            continue
+        take = size - off
+        if target - ic < take:
+            take = target - ic
+        if ic >= epoch_end:
+            # Division is slow; epochs change rarely.
+            epoch = ic // epoch_len
+            epoch_end = (epoch + 1) * epoch_len
+        if epoch_end - ic < take:
+            take = epoch_end - ic
+        s = table[b, B_START]
+        bf = table[b, B_FLAGS]
+        if bf != F_MIXED:
+            action = table[b, B_ACTION] if off == 0 else -1
+            if bf == last_flags and action < 0:
+                slot = last_slot
+            else:
+                vs[n, V_IC] = ic
+                vs[n, V_ROW] = row
+                vs[n, V_OFF] = off
+                slot = _step(n, bf, action, vs, th, tstack, inst, pcs, cnt, params, warn)
+                if slot < -1:
+                    status = slot + 10
+                    break
+                last_flags = bf
+                last_slot = slot
+            if slot >= 0:
+                pg = table[b, B_PAGE]
+                if pg >= 0:
+                    key = (epoch << (SLOT_BITS + PAGE_BITS)) | (slot << PAGE_BITS) | pg
+                    # The small direct-mapped cache answers almost always; testing it first
+                    # (not "same key as the last block", which flips unpredictably with the
+                    # page) keeps the branch predictable.
+                    if hcache[n, pg & (HCACHE - 1)] != key:
+                        _heat(n, epoch, slot, pg, hkeys, hcache, cnt, params)
+                else:
+                    for j in range(off, off + take):
+                        _heat(n, epoch, slot, np.int64(ins_page[s + j]), hkeys, hcache, cnt,
+                              params)
+            ic += take
+        else:
+            last_flags = -1
+            vs[n, V_ROW] = row
+            for j in range(off, off + take):
+                vs[n, V_IC] = ic
+                vs[n, V_OFF] = j
+                slot = _step(n, np.int64(ins_flags[s + j]), np.int64(ins_action[s + j]),
+                             vs, th, tstack, inst, pcs, cnt, params, warn)
+                if slot < -1:
+                    status = slot + 10
+                    break
+                if slot >= 0:
+                    _heat(n, epoch, slot, np.int64(ins_page[s + j]), hkeys, hcache, cnt,
+                          params)
+                ic += 1
+            if status != DONE:
+                break
+        off += take
+        if off >= size:
+            row += 1
+            off = 0
     vs[n, V_IC] = ic
     vs[n, V_ROW] = row
     vs[n, V_OFF] = off

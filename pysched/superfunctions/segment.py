@@ -246,8 +246,10 @@ def segment(trace: Trace | str | Path, epoch_len: int = DEFAULT_EPOCH,
     ------
     TraceError
         On a trace the segmentation cannot follow: missing tables or columns, events out of
-        order or beyond the end of their vCPU's stream, more than one recording window,
-        unusable blocks, no System.map. Irregularities it can follow (unmatched returns,
+        order or beyond the end of their vCPU's stream, several recording windows
+        (``roi=marker`` with more than one begin/end pair: the message says what to record
+        instead; ``roi=all`` traces are one window whatever their markers), unusable blocks,
+        no System.map. Irregularities it can follow (unmatched returns,
         thread mismatches, ...) are counted in :attr:`Segmentation.warnings` instead.
     """
     if not isinstance(trace, Trace):
