@@ -57,7 +57,10 @@ static const pq_column COLS_BLOCKS[] = {
 static const pq_column COLS_INSNS[] = {
     {"block", PQ_U32, PQ_DELTA}, {"idx", PQ_U16, PQ_DICT}, {"vaddr", PQ_U64, PQ_DELTA},
     {"paddr", PQ_U64, PQ_DELTA}, {"size", PQ_U8, PQ_DICT}, {"flags", PQ_U8, PQ_DICT}};
-static const pq_column COLS_EXEC[] = {{"block", PQ_U32, PQ_DICT}};
+/* Byte stream split: the four bytes of every id in four streams, which zstd compresses two to
+ * three times better than dictionary indices on kernel-heavy streams (tens of thousands of
+ * distinct blocks). */
+static const pq_column COLS_EXEC[] = {{"block", PQ_U32, PQ_SPLIT}};
 static const pq_column COLS_SYSCALLS[] = {
     EV_COLS,        {"kind", PQ_U8, PQ_DICT},    {"thread", PQ_U64, PQ_DICT}, {"cr3", PQ_U64, PQ_DICT},
     {"abi", PQ_U8, PQ_DICT}, {"nr", PQ_I64, PQ_DICT},     {"arg0", PQ_U64, PQ_DICT},   {"arg1", PQ_U64, PQ_DICT},
@@ -133,6 +136,8 @@ typedef struct {
     uint64_t exec_rows;    /* rows appended to this vCPU's exec stream */
     Block *pending;        /* the block that started last, not yet counted */
     uint64_t switches;     /* context switches seen, to pace IDT refreshes */
+    uint64_t window_start; /* icount when the current window began */
+    bool done;             /* roi_insns reached: records nothing more in this window */
     GByteArray *scratch;
     struct qemu_plugin_register *reg[R_N];
 } VCPU;
@@ -148,6 +153,7 @@ static struct {
     size_t rows;
     int zstd;
     uint64_t ram;
+    uint64_t roi_insns; /* 0: no bound */
     /* symbols */
     uint64_t sym_idt, sym_current, sym_switch_to;
     bool have_current;
@@ -155,6 +161,7 @@ static struct {
     qemu_plugin_id_t id;
     Mode mode;
     volatile bool tracing;
+    bool open_at_exit; /* a region was still open when QEMU exited */
     bool reset_pending;
     VCPU *vcpus;
     unsigned int nvcpus;
@@ -182,6 +189,8 @@ static struct {
     size_t inflight;
     /* counters for plugin.json */
     uint64_t n_blocks, n_windows, n_iret_self, n_shared_handlers, n_idt_reads, n_parts;
+    uint64_t n_bound_ends; /* windows ended by roi_insns */
+    unsigned int vcpus_done; /* vCPUs that reached roi_insns in this window (atomic) */
 } S;
 
 enum { ENTRY_SYSCALL = 1, ENTRY_INTERRUPT = 2 };
@@ -495,6 +504,32 @@ static int entry_kind_take(uint64_t thread)
 
 static void request_reset(Mode next);
 
+/* This vCPU has retired roi_insns instructions in the window: it stops recording, and the last
+ * vCPU to get there ends the region as the end marker would. */
+static void bound_stop(VCPU *vs)
+{
+    vs->done = true;
+    vs->pending = NULL;
+    if (__atomic_add_fetch(&S.vcpus_done, 1, __ATOMIC_ACQ_REL) == S.nvcpus) {
+        S.tracing = false;
+        request_reset(MODE_LIGHT);
+    }
+}
+
+/* Called once the previous block is counted, before anything of the next one is recorded:
+ * true when this vCPU records nothing more (so the bound is checked at block granularity). */
+static inline bool bound_reached(VCPU *vs)
+{
+    if (vs->done) {
+        return true;
+    }
+    if (!S.roi_insns || vs->icount - vs->window_start < S.roi_insns) {
+        return false;
+    }
+    bound_stop(vs);
+    return true;
+}
+
 /* The common case: a block starts. */
 static void vcpu_tb_exec(unsigned int cpu, void *udata)
 {
@@ -504,6 +539,10 @@ static void vcpu_tb_exec(unsigned int cpu, void *udata)
     VCPU *vs = &S.vcpus[cpu];
     if (vs->pending) {
         vs->icount += vs->pending->ninsn;
+        vs->pending = NULL;
+    }
+    if (bound_reached(vs)) {
+        return;
     }
     exec_append(vs, (Block *)udata);
 }
@@ -521,7 +560,12 @@ static uint32_t retired_before(const Block *b, uint64_t rip)
     return b->ninsn;
 }
 
-static void interrupt_entry(VCPU *vs, Block *b)
+/*
+ * The first block of an interrupt handler starts: count what the interrupted block retired and
+ * record the entry. Returns false when the bound stops this vCPU here; the entry is recorded
+ * all the same, because it tells how much of the last recorded block retired.
+ */
+static bool interrupt_entry(VCPU *vs, Block *b)
 {
     int v = b->vector;
     uint64_t rsp = reg_read(vs, R_RSP);
@@ -542,7 +586,7 @@ static void interrupt_entry(VCPU *vs, Block *b)
         vs->pending = NULL;
     }
     if (v == 0x80) { /* recorded as a system call by the int 0x80 instruction callback */
-        return;
+        return !bound_reached(vs);
     }
     uint64_t thread = read_thread(vs);
     if (user) {
@@ -560,6 +604,7 @@ static void interrupt_entry(VCPU *vs, Block *b)
     COL(t, 10, uint64_t)[r] = rip;
     COL(t, 11, uint64_t)[r] = b->vaddr;
     COL(t, 12, uint32_t)[r] = retired;
+    return !bound_reached(vs);
 }
 
 static void context_switch(VCPU *vs)
@@ -584,13 +629,23 @@ static void vcpu_tb_exec_special(unsigned int cpu, void *udata)
     }
     VCPU *vs = &S.vcpus[cpu];
     Block *b = udata;
+    if (vs->done) {
+        return;
+    }
     if (b->vector >= 0) {
-        interrupt_entry(vs, b);
-    } else if (vs->pending) {
-        vs->icount += vs->pending->ninsn;
+        if (!interrupt_entry(vs, b)) {
+            return;
+        }
+    } else {
+        if (vs->pending) {
+            vs->icount += vs->pending->ninsn;
+            vs->pending = NULL;
+        }
+        if (bound_reached(vs)) {
+            return;
+        }
     }
     if (b->is_switch) {
-        vs->pending = NULL;
         context_switch(vs);
     }
     exec_append(vs, b);
@@ -655,18 +710,21 @@ static void vcpu_insn_exec(unsigned int cpu, void *udata)
             S.begin_thread = read_thread(vs);
             S.begin_cr3 = reg_read(vs, R_CR3);
             request_reset(MODE_FULL);
-        } else if (S.tracing && (cmd == MARK_USER || cmd == MARK_BEGIN ||
-                                 (cmd == MARK_END && S.roi_all))) {
+        } else if (S.tracing && !vs->done && (cmd == MARK_USER || cmd == MARK_BEGIN ||
+                                              (cmd == MARK_END && S.roi_all))) {
             marker_row(vs, cmd == MARK_USER ? 2 : cmd == MARK_BEGIN ? 0 : 1, value,
                        read_thread(vs), reg_read(vs, R_CR3), icount);
         } else if (S.tracing && cmd == MARK_END) {
-            marker_row(vs, 1, value, read_thread(vs), reg_read(vs, R_CR3), icount);
+            /* A vCPU stopped by roi_insns has no stream left to place the row in. */
+            if (!vs->done) {
+                marker_row(vs, 1, value, read_thread(vs), reg_read(vs, R_CR3), icount);
+            }
             S.tracing = false;
             request_reset(MODE_LIGHT);
         }
         return;
     }
-    if (!S.tracing) {
+    if (!S.tracing || vs->done) {
         return;
     }
     uint64_t thread = read_thread(vs);
@@ -721,10 +779,10 @@ static void vcpu_insn_exec(unsigned int cpu, void *udata)
 
 static void vcpu_mem(unsigned int cpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata)
 {
-    if (!S.tracing) {
+    VCPU *vs = &S.vcpus[cpu];
+    if (!S.tracing || vs->done) {
         return;
     }
-    VCPU *vs = &S.vcpus[cpu];
     struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
     Buf *t = &vs->buf[T_MEM];
     size_t r = ev_row(vs, T_MEM);
@@ -956,8 +1014,11 @@ static void on_reset(qemu_plugin_id_t id)
     if (was == MODE_LIGHT && next_mode == MODE_FULL) {
         /* ROI begin: every vCPU starts at its next block boundary. */
         S.n_windows++;
+        S.vcpus_done = 0;
         for (unsigned i = 0; i < S.nvcpus; i++) {
             S.vcpus[i].pending = NULL;
+            S.vcpus[i].done = false;
+            S.vcpus[i].window_start = S.vcpus[i].icount;
         }
         VCPU *vs = &S.vcpus[S.begin_vcpu];
         marker_row(vs, 0, S.begin_value, S.begin_thread, S.begin_cr3, vs->icount);
@@ -967,6 +1028,9 @@ static void on_reset(qemu_plugin_id_t id)
          * trace is complete even if the guest is then killed. */
         close_window();
         writer_drain();
+        if (S.roi_insns && S.vcpus_done == S.nvcpus) {
+            S.n_bound_ends++; /* the host polls this (README: roi_insns) */
+        }
     }
     write_plugin_json(false);
 }
@@ -975,7 +1039,8 @@ static void request_reset(Mode next)
 {
     g_mutex_lock(&S.lock);
     bool go = !S.reset_pending;
-    if (go) {
+    /* An end must not be lost to a pending re-instrumentation (an IDT change). */
+    if (go || next == MODE_LIGHT) {
         S.reset_pending = true;
         next_mode = next;
     }
@@ -992,9 +1057,9 @@ static void write_plugin_json(bool final)
                            final ? "true" : "false");
     g_string_append_printf(s, "  \"options\": {\"out\": \"%s\", \"sysmap\": \"%s\", "
                            "\"roi\": \"%s\", \"data\": %s, \"rows\": %zu, \"zstd\": %d, "
-                           "\"ram\": %" PRIu64 "},\n",
+                           "\"ram\": %" PRIu64 ", \"roi_insns\": %" PRIu64 "},\n",
                            S.out, S.sysmap ? S.sysmap : "", S.roi_all ? "all" : "marker",
-                           S.data ? "true" : "false", S.rows, S.zstd, S.ram);
+                           S.data ? "true" : "false", S.rows, S.zstd, S.ram, S.roi_insns);
     g_string_append_printf(s, "  \"symbols\": {\"idt_table\": %" PRIu64 ", \"current_task\": %"
                            PRIu64 ", \"__switch_to\": %" PRIu64 "},\n",
                            S.sym_idt, S.sym_current, S.sym_switch_to);
@@ -1005,9 +1070,16 @@ static void write_plugin_json(bool final)
                            PRIu64 ",\n  \"iret_to_self\": %" PRIu64 ",\n  \"parts\": %" PRIu64
                            ",\n", S.nvcpus, S.n_windows, S.n_blocks, S.n_idt_reads,
                            S.n_shared_handlers, S.n_iret_self, S.n_parts);
+    g_string_append_printf(s, "  \"recording\": %s,\n  \"roi_insns_ends\": %" PRIu64 ",\n",
+                           S.tracing || S.open_at_exit ? "true" : "false", S.n_bound_ends);
     g_string_append(s, "  \"icount\": [");
     for (unsigned i = 0; i < S.nvcpus; i++) {
         g_string_append_printf(s, "%s%" PRIu64, i ? ", " : "", S.vcpus[i].icount);
+    }
+    g_string_append(s, "],\n  \"window_icount\": [");
+    for (unsigned i = 0; i < S.nvcpus; i++) {
+        g_string_append_printf(s, "%s%" PRIu64, i ? ", " : "",
+                               S.vcpus[i].icount - S.vcpus[i].window_start);
     }
     g_string_append(s, "]\n}\n");
     char *path = g_strdup_printf("%s/plugin.json", S.out);
@@ -1024,6 +1096,7 @@ static void finish(void)
         return;
     }
     done = true;
+    S.open_at_exit = S.tracing;
     S.tracing = false;
     close_window();
     Job *stop = g_new0(Job, 1);
@@ -1055,6 +1128,22 @@ static bool parse_size(const char *v, uint64_t *out)
     }
     *out = x;
     return *end == '\0';
+}
+
+/* A plain positive decimal integer (no sign, spaces or suffix). */
+static bool parse_count(const char *v, uint64_t *out)
+{
+    if (*v < '0' || *v > '9') {
+        return false;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || *end != '\0' || x == 0) {
+        return false;
+    }
+    *out = x;
+    return true;
 }
 
 static bool load_sysmap(const char *path)
@@ -1142,11 +1231,22 @@ static bool parse_options(int argc, char **argv)
                 fprintf(stderr, "pysched-trace: ram=%s: expected a size such as 512M\n", val);
                 return false;
             }
+        } else if (!strcmp(key, "roi_insns")) {
+            if (!parse_count(val, &S.roi_insns)) {
+                fprintf(stderr, "pysched-trace: roi_insns=%s: expected a positive instruction "
+                        "count, a plain integer such as 20000000\n", val);
+                return false;
+            }
         } else {
             fprintf(stderr, "pysched-trace: unknown option '%s' (known: out, sysmap, roi, data, "
-                    "rows, zstd, ram)\n", key);
+                    "rows, zstd, ram, roi_insns)\n", key);
             return false;
         }
+    }
+    if (S.roi_insns && S.roi_all) {
+        fprintf(stderr, "pysched-trace: roi_insns=%" PRIu64 ": needs roi=marker (with roi=all "
+                "there is no region to end)\n", S.roi_insns);
+        return false;
     }
     if (!S.out) {
         fprintf(stderr, "pysched-trace: option out=DIR is required\n");

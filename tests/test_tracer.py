@@ -144,11 +144,12 @@ def test_kernel_text_frames_follow_the_fixed_mapping(traced: Path) -> None:
 def test_processes_of_one_binary_share_frames(traced: Path) -> None:
     trace = open_trace(traced)
     sw = trace.df("switches")
-    # (pc, cr3, frame) of every user-mode instruction, cr3 from the last context switch before
-    # it. Static binaries all load at the same addresses, so one pc can belong to several
-    # programs: the two spin processes are the address spaces that ran its hot loop millions of
-    # times.
-    pcs, cr3s, frames = [], [], []
+    # (pc, thread, frame) of every user-mode instruction, the thread from the last context
+    # switch before it. Static binaries all load at the same addresses, so one pc can belong to
+    # several programs: the two spin processes are the threads that ran its hot loop millions
+    # of times. (Threads, not cr3: a forked shell that execs spin gets a new address space with
+    # no context switch in between, so the cr3 of the last switch can be the shell's.)
+    pcs, threads, frames = [], [], []
     for v in trace.vcpus:
         s = expand(trace, v)
         user = s.pc < 0x800000000000
@@ -156,26 +157,92 @@ def test_processes_of_one_binary_share_frames(traced: Path) -> None:
         at = np.searchsorted(swv.exec_row.to_numpy(), s.block_row[user], "right") - 1
         known = at >= 0
         pcs.append(s.pc[user][known])
-        cr3s.append(swv.cr3.to_numpy()[at[known]])
+        threads.append(swv.next.to_numpy()[at[known]])
         frames.append(s.paddr[user][known] >> 12)
-    pc, cr3, frame = (np.concatenate(a) for a in (pcs, cr3s, frames))
+    pc, thread, frame = (np.concatenate(a) for a in (pcs, threads, frames))
     values, counts = np.unique(pc, return_counts=True)
     hot = pc == values[counts.argmax()]
-    spaces, per_space = np.unique(cr3[hot], return_counts=True)
-    spin_spaces = spaces[per_space > 1_000_000]
-    assert len(spin_spaces) == 2, dict(zip(spaces, per_space))
-    shared = {int(f) for c in spin_spaces for f in np.unique(frame[hot & (cr3 == c)])}
+    spinners, per_thread = np.unique(thread[hot], return_counts=True)
+    spin_threads = spinners[per_thread > 1_000_000]
+    assert len(spin_threads) == 2, dict(zip(spinners, per_thread))
+    shared = {int(f) for t in spin_threads for f in np.unique(frame[hot & (thread == t)])}
     assert len(shared) == 1, shared
 
 
-def test_bad_option_fails_cleanly(tmp_path: Path) -> None:
+def plugin_refuses(tmp_path: Path, options: str) -> str:
+    """Start QEMU with the plugin and ``options`` (after ``out=``); it must fail. Its stderr."""
     guest = locate_guest()
     argv = qemu_argv(guest.vmlinuz, guest.initramfs, 256, 1, default_plugin_path(),
-                     f"out={tmp_path / 'o'},bogus=1")
+                     f"out={tmp_path / 'o'},{options}")
     r = subprocess.run(argv, capture_output=True, text=True, timeout=60,
                        stdin=subprocess.DEVNULL)
     assert r.returncode != 0
-    assert "bogus" in r.stderr
+    return r.stderr
+
+
+def test_bad_option_fails_cleanly(tmp_path: Path) -> None:
+    assert "bogus" in plugin_refuses(tmp_path, "bogus=1")
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "12M", "1e6", "", "20000000x"])
+def test_bad_roi_insns_fails_cleanly(tmp_path: Path, value: str) -> None:
+    err = plugin_refuses(tmp_path, f"roi_insns={value}")
+    assert f"roi_insns={value}: expected a positive instruction count" in err
+
+
+def test_roi_insns_needs_marker_mode(tmp_path: Path) -> None:
+    err = plugin_refuses(tmp_path, "roi=all,roi_insns=1000")
+    assert "roi_insns=1000: needs roi=marker" in err
+
+
+ROI_INSNS = 30_000_000
+MAX_BLOCK_INSNS = 512  # QEMU's largest translation block (TCG_MAX_INSNS)
+
+
+def test_roi_insns_stops_every_vcpu_at_the_bound(tmp_path: Path) -> None:
+    out = tmp_path / "roi"
+    # Each spin retires about 200 M instructions: far more than the bound, so the plugin ends
+    # the region, and the command then runs to its end untraced.
+    r = pysched("trace", "--guest", "busybox", "--cmd", "spin 200 & spin 200 & wait",
+                "--out", str(out), "--vcpus", "2", "--roi-insns", str(ROI_INSNS))
+    assert r.returncode == 0, r.stderr
+    assert "warning" not in r.stderr
+    assert (out / "console.log").read_text().count("SPIN done") == 2
+    info = json.loads((out / "plugin.json").read_text())
+    assert info["final"] and info["options"]["roi_insns"] == ROI_INSNS
+    assert info["windows"] == 1 and info["roi_insns_ends"] == 1 and not info["recording"]
+    trace = open_trace(out)
+    assert trace.vcpus == [0, 1]
+    for v in trace.vcpus:
+        sizes = block_sizes(trace, v)
+        total = int(sizes.sum())
+        assert total == info["icount"][v] == info["window_icount"][v]
+        # stopped at the first block boundary at or after the bound
+        assert int(sizes[:-1].sum()) < ROI_INSNS <= total < ROI_INSNS + MAX_BLOCK_INSNS, v
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert f"roi_insns={ROI_INSNS}" in manifest["plugin_options"]
+    assert manifest["roi_bound"]["insns_bound_reached"] is True
+    # the region's end is the bound's, not a marker
+    assert set(trace.df("markers").kind) <= {0, 2}
+    c = pysched("check", str(out))
+    assert c.returncode == 0, c.stdout + c.stderr
+
+
+@pytest.mark.slow
+def test_roi_insns_idle_vcpu_ends_at_the_timeout(tmp_path: Path) -> None:
+    out = tmp_path / "idle"
+    # One busy vCPU (the spin is pinned to vCPU 0), one idle: the idle one cannot reach the
+    # bound before the timeout.
+    r = pysched("trace", "--guest", "busybox", "--cmd", "taskset 1 spin 100000", "--out", str(out),
+                "--vcpus", "2", "--roi-insns", "300M", "--timeout", "60")
+    assert r.returncode == 1
+    assert "timed out after 60 s" in r.stderr
+    assert "the region was still open" in r.stderr and "vCPU" in r.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["roi_bound"]["insns_bound_reached"] is False
+    info = json.loads((out / "plugin.json").read_text())
+    assert info["final"] and info["roi_insns_ends"] == 0
+    assert min(info["window_icount"]) < 300_000_000 <= max(info["window_icount"])
 
 
 def test_unwritable_output_fails_cleanly(tmp_path: Path) -> None:

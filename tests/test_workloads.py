@@ -1,6 +1,6 @@
 """The workload suite without QEMU: the registry, the per-run archive, the host-side pieces
-(peers, monitor, instruction counter, exec re-encoding) and the guest programs, which are static
-Linux binaries and run on the host as well."""
+(peers, monitor, the plugin's ROI bound seen from the host, exec re-encoding) and the guest
+programs, which are static Linux binaries and run on the host as well."""
 from __future__ import annotations
 
 import argparse
@@ -27,7 +27,7 @@ from pysched.capture import qemu as qm
 from pysched.capture import workloads as wl
 from pysched.capture.compact import compact_trace
 from pysched.capture.monitor import PEER_START_MARK, RunMonitor
-from pysched.capture.roiwatch import InsnCounter
+from pysched.capture.roiwatch import RoiBoundWatch, bound_shortfall
 from pysched.trace import block_sizes, check_trace, open_trace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,15 +39,31 @@ needs_cc = pytest.mark.skipif(shutil.which("gcc") is None, reason="no C compiler
 # --- the registry ------------------------------------------------------------------------------
 
 
+def _with_lib_functions(text: str) -> str:
+    """A workload script's text followed by the bodies of the lib.sh functions it calls, and
+    of those they call, so that checks see what the script runs."""
+    lib = (GUEST_SRC / "workloads" / "lib.sh").read_text()
+    bodies = dict(re.findall(r"^([a-z_]+)\(\) \{\n(.*?)^\}", lib, re.M | re.S))
+    assert {"roi_start", "roi_over_work", "fsbench_workload"} <= set(bodies)
+    seen: set[str] = set()
+    todo = [text]
+    while todo:
+        part = todo.pop()
+        for name in set(re.findall(r"\b[a-z_]+\b", part)) & set(bodies) - seen:
+            seen.add(name)
+            todo.append(bodies[name])
+    return text + "".join(bodies[name] for name in sorted(seen))
+
+
 def test_every_workload_has_its_script_and_documents_its_parameters() -> None:
     assert {"find", "iscp", "oscp", "apache", "dss", "oltp", "filesrv", "mailsrv", "barrier",
             "netserver", "chase-large", "chase-small"} <= set(wl.WORKLOADS)
     for w in wl.WORKLOADS.values():
         script = GUEST_SRC / "workloads" / w.script_name
         assert script.is_file(), script
-        text = script.read_text()
-        # The script brackets its steady state and sources the shared functions.
-        assert ". /run/pysched/lib.sh" in text
+        assert ". /run/pysched/lib.sh" in script.read_text()
+        text = _with_lib_functions(script.read_text())
+        # The script (itself or through the shared functions) brackets its steady state.
         assert "roi_start" in text and "roi_wait" in text and "roi_stop" in text
         used = set(re.findall(r"\$\{?P_([A-Z0-9_]+)", text))
         declared = {k.upper() for k in w.params}
@@ -58,6 +74,69 @@ def test_every_workload_has_its_script_and_documents_its_parameters() -> None:
         assert w.runs and w.summary and w.analogue and w.roi_seconds > 0
         if w.peer is not None:
             assert "peer_start" in text and w.guest_ports
+
+
+def _run_lib(tmp_path: Path, shell: list[str], body: str) -> subprocess.CompletedProcess:
+    """Run ``body`` after sourcing the workloads' lib.sh in ``shell`` on the host, with stubs
+    for the guest's ``roi``, ``roi-wait`` (returns at once) and ``renice`` that log their
+    arguments to ``tmp_path / "calls"``."""
+    if shutil.which(shell[0]) is None:
+        pytest.skip(f"{shell[0]} not installed")
+    stubs = tmp_path / "bin"
+    stubs.mkdir(exist_ok=True)
+    for name in ("roi", "roi-wait", "renice"):
+        (stubs / name).write_text(f'#!/bin/sh\necho "{name} $*" >> {tmp_path / "calls"}\n')
+        (stubs / name).chmod(0o755)
+    script = (f". {GUEST_SRC / 'workloads' / 'lib.sh'}\n"
+              f"PYSCHED_ROI_FLAG={tmp_path / 'roi-open'} PYSCHED_WARMUP=0\n"
+              f"WORK_LOG={tmp_path / 'work.log'}\n" + body)
+    env = {"PATH": f"{stubs}:/usr/bin:/bin", "PYSCHED_ROI_SECONDS": "3"}
+    return subprocess.run(shell + ["-c", script], capture_output=True, text=True, env=env,
+                          timeout=60)
+
+
+SHELLS = [pytest.param(["dash"], id="dash"), pytest.param(["busybox", "sh"], id="busybox")]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_lib_region_over_background_copies(tmp_path: Path, shell: list[str]) -> None:
+    r = _run_lib(tmp_path, shell, (
+        'copy() { echo "copy $1 started"; exec sleep 30; }\n'
+        "start_copies 3 copy\n"
+        'echo "pids:$pids"\n'
+        "roi_over_work $pids\n"
+        'for p in $pids; do kill -0 "$p" 2>/dev/null && echo "$p still runs"; done\n'
+        "echo finished\n"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout.splitlines()
+    pids = out[0].split(":")[1].split()
+    assert len(pids) == 3
+    # The region: raised priority, begin, marks 101-104 around the /proc/interrupts
+    # snapshots, the wait on every copy, end; then the copies are stopped.
+    calls = (tmp_path / "calls").read_text().splitlines()
+    if shell[0] == "dash":  # busybox sh runs its own renice applet, not the stub
+        assert calls.pop(0).startswith("renice -n -15 -p ")
+    assert calls == ["roi begin", "roi mark 101", "roi mark 102",
+                     f"roi-wait -t 3 {' '.join(pids)}", "roi mark 103", "roi mark 104", "roi end"]
+    heads = [ln for ln in out if ln.startswith("=== ")]
+    assert heads == [f"=== {f} {w} ===" for w in ("before", "after")
+                     for f in ("/proc/interrupts", "/proc/stat")]
+    assert out[-1] == "finished"
+    assert not any("still runs" in ln for ln in out)
+    assert not (tmp_path / "roi-open").exists()
+    log = (tmp_path / "work.log").read_text().splitlines()
+    assert sorted(log) == [f"copy {i} started" for i in range(3)]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_lib_work_that_ends_early_fails_the_workload(tmp_path: Path, shell: list[str]) -> None:
+    r = _run_lib(tmp_path, shell, "short() { echo 'short work gave up'; exit 3; }\n"
+                 "start_copies 1 short; sleep 0.5; roi_over_work $pids; echo not-reached\n")
+    assert r.returncode == 1
+    assert (tmp_path / "calls").read_text().splitlines()[-1] == "roi end"
+    assert "not-reached" not in r.stdout
+    assert "short work gave up" in r.stdout
+    assert "ended before the region did" in r.stdout
 
 
 def test_describe_lists_every_workload() -> None:
@@ -113,7 +192,6 @@ def test_trace_unknown_workload_lists_known(tmp_path: Path, capsys) -> None:
     (("--cmd", "true", "--roi-seconds", "3"), "bound it with --roi-insns"),
     (("find", "--roi-seconds", "0"), "must be positive"),
     (("find", "--param", "nosuch=1"), "has no parameter 'nosuch'"),
-    (("--cmd", "true", "--guest", "busybox", "--roi-insns", "5M"), "Debian guest"),
     (("find", "--roi-insns", "5M", "--roi", "all"), "--roi marker"),
     (("find", "--compact", "30"), "1-22"),
 ])
@@ -221,7 +299,7 @@ def test_manifest_has_every_required_key(tmp_path: Path) -> None:
     assert mf.missing_keys({"guest": "x"})[:2] == ["manifest_version", "workload"]
 
 
-# --- instruction counter, monitor, compaction on synthetic traces ------------------------------
+# --- the ROI bound, monitor, compaction on synthetic traces -------------------------------------
 
 
 def _sample_trace(tmp_path: Path) -> Path:
@@ -230,31 +308,42 @@ def _sample_trace(tmp_path: Path) -> Path:
     return f.write(tmp_path / "t")
 
 
-def test_insn_counter_matches_the_stream(tmp_path: Path) -> None:
-    root = _sample_trace(tmp_path)
-    trace = open_trace(root)
-    counter = InsnCounter(root)
-    counter.update()
-    for v in trace.vcpus:
-        # Whole blocks: the one block cut short by a fault counts in full here.
-        full = sum(len(tf.sample().blocks[b].sizes) for b in tf.sample().exec[v])
-        assert counter.per_vcpu[v] == full
-        assert counter.per_vcpu[v] >= int(block_sizes(trace, v).sum())
-    assert counter.update() == counter.total  # nothing new: unchanged
+def _plugin_json(root: Path, ends: int, window: list[int], recording: bool = True) -> None:
+    """Write plugin.json as the plugin does: a new file renamed over the old one."""
+    info = {"final": False, "windows": 1, "recording": recording, "roi_insns_ends": ends,
+            "icount": window, "window_icount": window, "options": {"roi_insns": 100}}
+    tmp = root / ".plugin.json.tmp"
+    tmp.write_text(json.dumps(info))
+    tmp.replace(root / "plugin.json")
 
 
-def test_insn_counter_sees_parts_as_they_appear(tmp_path: Path) -> None:
-    root = _sample_trace(tmp_path)
-    hidden = sorted((root / "exec").glob("v001-*.parquet"))
-    for p in hidden:
-        p.rename(p.with_suffix(".later"))
-    counter = InsnCounter(root)
-    counter.update()
-    assert 1 not in counter.per_vcpu
-    for p in hidden:
-        p.with_suffix(".later").rename(p)
-    counter.update()
-    assert counter.per_vcpu[1] > 0
+def test_roi_bound_watch_sees_the_plugins_end(tmp_path: Path) -> None:
+    watch = RoiBoundWatch(tmp_path)
+    assert not watch.poll()  # no plugin.json yet
+    _plugin_json(tmp_path, 0, [0, 0])
+    assert not watch.poll() and watch.info is not None
+    _plugin_json(tmp_path, 1, [100, 130], recording=False)
+    assert watch.poll() and watch.ended
+    assert watch.window_icount == {"0": 100, "1": 130}
+
+
+def test_bound_shortfall_names_the_short_vcpus() -> None:
+    info = {"windows": 1, "window_icount": [150, 99, 100]}
+    assert bound_shortfall(info, 100) == {"1": 99}
+    assert bound_shortfall(info, 99) == {}
+    assert bound_shortfall({"windows": 0, "window_icount": [0, 0]}, 100) is None
+    assert bound_shortfall({"windows": 1, "icount": [5]}, 100) is None  # an older plugin
+    assert bound_shortfall(None, 100) is None
+
+
+def test_plugin_options_pass_roi_insns() -> None:
+    opts = qm.plugin_options(Path("/o"), Path("/m"), 256, roi_insns=20_000_000)
+    assert opts.endswith(",roi_insns=20000000")
+    assert "roi_insns" not in qm.plugin_options(Path("/o"), Path("/m"), 256)
+    with pytest.raises(ValueError, match="roi_insns"):
+        qm.plugin_options(Path("/o"), Path("/m"), 256, roi="all", roi_insns=5)
+    with pytest.raises(ValueError, match="roi_insns"):
+        qm.plugin_options(Path("/o"), Path("/m"), 256, roi_insns=0)
 
 
 def test_compact_keeps_the_trace(tmp_path: Path) -> None:
@@ -339,22 +428,26 @@ def test_monitor_starts_the_peer_and_stops_the_region(tmp_path: Path) -> None:
     assert summary["peer"]["started_after_seconds"] == 1.5
 
 
-def test_monitor_roi_insns_waits_for_every_vcpu(tmp_path: Path) -> None:
-    root = _sample_trace(tmp_path)
-    counter = InsnCounter(root)
-    counter.update()
-    least = min(counter.per_vcpu.values())
+def test_monitor_stops_the_guest_when_the_plugin_ends_the_region(tmp_path: Path) -> None:
     srv, got = _control_server(tmp_path / "c.sock")
-    mon = RunMonitor(tmp_path / "none.log", tmp_path / "c.sock", None, root, least + 1, 2)
-    mon.poll(1.0)
+    mon = RunMonitor(tmp_path / "none.log", tmp_path / "c.sock", None, tmp_path, 100)
+    mon.poll(1.0)  # no plugin.json yet
+    _plugin_json(tmp_path, 0, [120, 40])  # vCPU 1 is still short: the region is open
+    mon.poll(1.5)
     assert mon.stop_reason is None
-    mon = RunMonitor(tmp_path / "none.log", tmp_path / "c.sock", None, root, least, 2)
-    mon.poll(1.0)
+    _plugin_json(tmp_path, 1, [120, 100], recording=False)
+    mon.poll(2.0)
     assert mon.stop_reason is not None and "every vCPU" in mon.stop_reason
     summary = mon.finish()
+    deadline = time.monotonic() + 5
+    while b"".join(got) != b"stop\n" and time.monotonic() < deadline:
+        time.sleep(0.05)
     srv.close()
-    assert summary["host_stop"]["insns_counted"] == {str(v): n for v, n
-                                                     in counter.per_vcpu.items()}
+    assert b"".join(got) == b"stop\n"
+    assert summary["host_stop"]["after_seconds"] == 2.0
+    assert summary["host_stop"]["insns_recorded"] == {"0": 120, "1": 100}
+    with pytest.raises(ValueError, match="control port"):
+        RunMonitor(tmp_path / "none.log", None, None, tmp_path, 100)
 
 
 # --- the guest programs, run on the host -----------------------------------------------------

@@ -37,6 +37,7 @@ from pysched.capture.compact import DEFAULT_LEVEL as COMPACT_LEVEL
 from pysched.capture.compact import compact_trace
 from pysched.capture.manifest import MANIFEST_VERSION, build_manifest
 from pysched.capture.monitor import RunMonitor
+from pysched.capture.roiwatch import bound_shortfall, read_plugin_info
 
 CONSOLE_LOG = "console.log"
 QEMU_STDERR_LOG = "qemu-stderr.log"
@@ -103,18 +104,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a workload's region of interest lasts S guest seconds "
                         "(default: the workload's, see --list)")
     parser.add_argument("--roi-insns", type=parse_count, default=None, metavar="N",
-                        help="end the region once every vCPU has retired at least N "
-                        "instructions in it (suffixes K, M, G; the host watches the trace, "
-                        "see pysched/capture/roiwatch.py); Debian guest only")
+                        help="end the region once every vCPU has retired N instructions in it "
+                        "(suffixes K, M, G; the plugin stops each vCPU at the first block "
+                        "boundary at or after N, see qemu-plugin/README.md); the Debian "
+                        "guest then stops its command or workload, the busybox guest lets "
+                        "its command run to its end")
     parser.add_argument("--warmup", type=float, default=wl.DEFAULT_WARMUP_SECONDS,
                         metavar="S", help="seconds a workload runs before its region opens "
                         f"(default {wl.DEFAULT_WARMUP_SECONDS:g})")
     parser.add_argument("--data-accesses", action="store_true",
                         help="also record every data load and store (plugin data=on)")
     parser.add_argument("--compact", type=int, nargs="?", const=COMPACT_LEVEL, default=None,
-                        metavar="LEVEL", help="after the run, re-encode the exec table about "
-                        f"3x smaller (zstd LEVEL, default {COMPACT_LEVEL}; see "
-                        "pysched/capture/compact.py)")
+                        metavar="LEVEL", help="after the run, recompress the exec table at "
+                        f"zstd LEVEL (default {COMPACT_LEVEL}; the plugin writes level 1): "
+                        "1.3-1.4x smaller, see pysched/capture/compact.py")
     parser.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
                         help="stop QEMU after this many seconds (default 600)")
     parser.add_argument("--roi", choices=("marker", "all"), default="marker",
@@ -269,8 +272,6 @@ def plan_run(args: argparse.Namespace) -> RunPlan:
         if workload is not None:
             raise TraceUsageError("the workloads run on the Debian guest; --guest busybox "
                                   "takes --cmd only")
-        if args.roi_insns is not None:
-            raise TraceUsageError("--roi-insns needs the Debian guest (its control port)")
     if args.param and workload is None:
         raise TraceUsageError("--param sets a workload's parameters; --cmd runs take none")
     if args.roi_seconds is not None and workload is None:
@@ -315,7 +316,7 @@ def plan_run(args: argparse.Namespace) -> RunPlan:
     if plugin is not None:
         try:
             options = qm.plugin_options(out, guest.system_map.absolute(), ram_mib,
-                                        args.data_accesses, args.roi)
+                                        args.data_accesses, args.roi, args.roi_insns)
         except ValueError as e:
             raise TraceUsageError(str(e)) from None
     if workload is not None and workload.peer is not None:
@@ -335,7 +336,7 @@ def plan_run(args: argparse.Namespace) -> RunPlan:
     roi_seconds = None
     if workload is not None:
         roi_seconds = args.roi_seconds if args.roi_seconds is not None else workload.roi_seconds
-    if args.roi_insns is not None and args.roi_seconds is None:
+    if args.roi_insns is not None and args.roi_seconds is None and guest.kind == "debian":
         # The instruction bound decides; the guest's clock is only a backstop, so that a vCPU
         # that stays idle cannot hold the region open until the timeout kills the run.
         roi_seconds = args.timeout / 2
@@ -464,8 +465,7 @@ def run(args: argparse.Namespace) -> int:
                     ctx = prs.PeerContext(plan.params, ports, tmp / "peer", out / PEER_LOG,
                                           guest.ssh_key, guest.ssh_host_key)
                     peer = prs.make_peer(plan.workload.peer, ctx)  # checked by plan_run
-                monitor = RunMonitor(console_path, control, peer, out, plan.roi_insns,
-                                     args.vcpus)
+                monitor = RunMonitor(console_path, control, peer, out, plan.roi_insns)
             try:
                 result = qm.run_qemu(argv, console_path, out / QEMU_STDERR_LOG, args.timeout,
                                      con.BEGIN_MARK.encode(), plan.boot_timeout,
@@ -497,8 +497,15 @@ def run(args: argparse.Namespace) -> int:
     if args.compact is not None and (out / "exec").is_dir():
         compacted = compact_trace(out, args.compact)
     text = con.console_text(console_path.read_bytes())
+    shortfall = None
+    region_open = False
+    if plan.roi_insns is not None:
+        info = read_plugin_info(out)
+        shortfall = bound_shortfall(info, plan.roi_insns)
+        region_open = bool(info and info.get("recording"))
     roi_bound = {"seconds": plan.roi_seconds, "insns_per_vcpu": plan.roi_insns,
-                 "warmup_seconds": args.warmup if plan.workload is not None else None}
+                 "warmup_seconds": args.warmup if plan.workload is not None else None,
+                 "insns_bound_reached": (None if shortfall is None else not shortfall)}
     manifest = build_manifest(
         command=command, date=date, guest=guest, qemu_version=version, plugin=plan.plugin,
         plugin_options=plan.options, vcpus=args.vcpus, ram_mib=plan.ram_mib, roi=args.roi,
@@ -520,6 +527,8 @@ def run(args: argparse.Namespace) -> int:
         failure = f"timed out after {args.timeout:g} s; QEMU was stopped"
         if con.BEGIN_MARK not in text:
             failure += " (the guest never reached /init: it hung while booting)"
+        elif shortfall:
+            failure += "; " + _shortfall_text(plan.roi_insns or 0, shortfall, region_open)
     elif result.returncode != 0 and not result.shutdown_hung:
         failure = qm.qemu_failed_message(result)
     elif status is None:
@@ -531,6 +540,8 @@ def run(args: argparse.Namespace) -> int:
     elif status != 0:
         what = "workload" if plan.workload is not None else "command"
         failure = f"the {what} exited with status {status} in the guest"
+    if shortfall and not result.timed_out:
+        _err("warning: " + _shortfall_text(plan.roi_insns or 0, shortfall, region_open))
     if result.shutdown_hung:
         _err("warning: the guest did not power off after it was done; QEMU was stopped "
              "(the trace is complete: the region had ended)")
@@ -542,6 +553,20 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_RUN_FAILED
     print(f"pysched trace: done in {result.wall_seconds:.1f} s; trace in {out}", file=sys.stderr)
     return 0
+
+
+def _shortfall_text(bound: int, shortfall: dict[str, int], open_region: bool) -> str:
+    """Which vCPUs fell short of ``--roi-insns``, and what to do about it."""
+    short = ", ".join(f"vCPU {v} {n:,}" for v, n in shortfall.items())
+    if open_region:
+        head = (f"the region was still open: --roi-insns waits for every vCPU to retire "
+                f"{bound:,} instructions in it, and some had fewer ({short})")
+    else:
+        head = (f"the region ended before every vCPU retired --roi-insns {bound:,} "
+                "instructions in it (the command, the workload, its host peer or the guest's "
+                f"time limit ended it first): {short}")
+    return head + ("; a vCPU that stays idle retires few: lower --roi-insns, use fewer "
+                   "--vcpus, or give more --timeout")
 
 
 def _report_failure(text: str, console_path: Path, result: qm.QemuResult, out: Path,

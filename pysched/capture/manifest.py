@@ -107,7 +107,11 @@ def build_manifest(
     parameters : mapping, optional
         The workload's parameters, defaults included.
     roi_bound : mapping, optional
-        The region's bound: ``seconds``, ``insns_per_vcpu``, ``warmup_seconds``.
+        The region's bound: ``seconds``, ``insns_per_vcpu`` (``--roi-insns``, passed to the
+        plugin as ``roi_insns=``, which ``plugin_options`` and ``plugin.json``'s ``options``
+        also show), ``warmup_seconds``, and ``insns_bound_reached`` (with ``--roi-insns``:
+        whether every vCPU's last region holds the bound, from ``plugin.json``; None when
+        unknown).
     monitor : mapping, optional
         :meth:`pysched.capture.monitor.RunMonitor.finish`'s summary (``peer``, ``host_stop``).
     kernel_symbols : mapping, optional

@@ -6,8 +6,9 @@
 - starts the host-side peer when the console shows ``=== PYSCHED PEER START ===``;
 - tells the guest to close its region of interest (``stop`` on the control serial port,
   ttyS2, which ``roi-wait`` in the guest watches) when the peer has ended by itself, or when
-  every vCPU's part of the trace holds the ``--roi-insns`` bound
-  (:class:`pysched.capture.roiwatch.InsnCounter`);
+  the plugin reports that it ended the region at the ``--roi-insns`` bound
+  (:class:`pysched.capture.roiwatch.RoiBoundWatch`; the trace is then complete, the guest
+  only has to wind down);
 - stops the peer as soon as the guest is done (``=== PYSCHED EXIT``), so that no traffic
   reaches a guest that is shutting down, or else when the run ends; and sums it all up for
   the manifest.
@@ -20,7 +21,7 @@ from typing import Any
 
 from pysched.capture import console as con
 from pysched.capture.peers import Peer
-from pysched.capture.roiwatch import InsnCounter
+from pysched.capture.roiwatch import RoiBoundWatch
 
 #: The console line after which the host starts the peer (guest/workloads/lib.sh peer_start).
 PEER_START_MARK = b"=== PYSCHED PEER START ==="
@@ -45,21 +46,19 @@ class RunMonitor:
     out_dir : Path or None
         The trace directory, with ``roi_insns``.
     roi_insns : int or None
-        End the region once the trace holds this many instructions of every vCPU.
-    vcpus : int
-        The number of vCPUs (with ``roi_insns``).
+        The plugin's ``roi_insns`` bound: say ``stop`` once the plugin has ended the region
+        there.
     """
 
     def __init__(self, console: Path, control: Path | None = None, peer: Peer | None = None,
-                 out_dir: Path | None = None, roi_insns: int | None = None, vcpus: int = 1):
+                 out_dir: Path | None = None, roi_insns: int | None = None):
         if roi_insns is not None and (out_dir is None or control is None):
             raise ValueError("roi_insns needs the trace directory and the control port")
-        self.vcpus = vcpus
         self.console = console
         self.control = control
         self.peer = peer
         self.roi_insns = roi_insns
-        self.counter = InsnCounter(out_dir) if roi_insns is not None and out_dir else None
+        self.bound = RoiBoundWatch(out_dir) if roi_insns is not None and out_dir else None
         self._offset = 0
         self._tail = b""
         self._seen_start = False
@@ -117,12 +116,9 @@ class RunMonitor:
             if self.peer is not None and self.peer_started_at is not None \
                     and self.peer.finished():
                 self.stop_reason = "the host's peer ended"
-            elif self.counter is not None and self.roi_insns is not None:
-                self.counter.update()
-                least = min(self.counter.per_vcpu.get(v, 0) for v in range(self.vcpus))
-                if least >= self.roi_insns:
-                    self.stop_reason = (f"every vCPU's trace reached {self.roi_insns} "
-                                        "instructions")
+            elif self.bound is not None and self.bound.poll():
+                self.stop_reason = (f"the plugin ended the region: every vCPU retired at "
+                                    f"least {self.roi_insns} instructions in it")
             if self.stop_reason is not None:
                 self.stop_at = elapsed
         if self.stop_reason is not None:
@@ -134,8 +130,10 @@ class RunMonitor:
         Returns
         -------
         dict
-            ``peer`` (the peer's summary or None), ``host_stop`` (why and when the host ended
-            the region, or None when the guest's own bound did) and ``control_errors``.
+            ``peer`` (the peer's summary or None), ``host_stop`` (why and when the host told
+            the guest to close its region, with ``insns_recorded`` per vCPU when the plugin
+            had ended it at the bound; None when the guest's own bound did) and
+            ``control_errors``.
         """
         peer = None
         if self.peer is not None:
@@ -148,9 +146,8 @@ class RunMonitor:
         host_stop = None
         if self.stop_reason is not None:
             host_stop = {"reason": self.stop_reason, "after_seconds": round(self.stop_at or 0, 3)}
-            if self.counter is not None:
-                host_stop["insns_counted"] = {str(v): n for v, n
-                                              in sorted(self.counter.per_vcpu.items())}
+            if self.bound is not None and self.bound.ended:
+                host_stop["insns_recorded"] = self.bound.window_icount
         return {"peer": peer, "host_stop": host_stop, "control_errors": self.control_errors}
 
 

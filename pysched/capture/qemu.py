@@ -86,6 +86,7 @@ def plugin_options(
     ram_mib: int,
     data_accesses: bool = False,
     roi: str = "marker",
+    roi_insns: int | None = None,
 ) -> str:
     """The plugin's option string (everything after ``<so>,`` in ``-plugin``).
 
@@ -101,6 +102,9 @@ def plugin_options(
         Record data loads and stores (``data=on``).
     roi : {"marker", "all"}
         Region of interest; ``marker`` is the plugin's default and is not spelled out.
+    roi_insns : int, optional
+        End the region once every vCPU has retired this many instructions in it
+        (``roi_insns=``; needs ``roi="marker"``).
 
     Returns
     -------
@@ -110,18 +114,23 @@ def plugin_options(
     Raises
     ------
     ValueError
-        When a path holds a comma (QEMU's option separator) or ``roi`` is unknown.
+        When a path holds a comma (QEMU's option separator), ``roi`` is unknown, or
+        ``roi_insns`` is not positive or comes with ``roi="all"``.
     """
     for p in (out_dir, system_map):
         if "," in str(p):
             raise ValueError(f"path {str(p)!r} contains a comma, which QEMU's -plugin cannot take")
     if roi not in ("marker", "all"):
         raise ValueError(f"bad roi {roi!r}: use marker or all")
+    if roi_insns is not None and (roi_insns <= 0 or roi != "marker"):
+        raise ValueError(f"bad roi_insns {roi_insns!r}: a positive count, with roi=marker")
     opts = [f"out={out_dir}", f"sysmap={system_map}", f"ram={ram_mib}M"]
     if data_accesses:
         opts.append("data=on")
     if roi == "all":
         opts.append("roi=all")
+    if roi_insns is not None:
+        opts.append(f"roi_insns={int(roi_insns)}")
     return ",".join(opts)
 
 
@@ -311,7 +320,8 @@ def _stop(proc: subprocess.Popen) -> None:
 
 #: Niceness given to QEMU's vCPU threads: on a host with as many cores as vCPUs they would
 #: otherwise starve the plugin's writer thread (which then lags behind the guest by seconds,
-#: and --roi-insns with it) and QEMU's I/O thread (user networking, the peers' traffic).
+#: and the end of a region waits for it) and QEMU's I/O thread (user networking, the peers'
+#: traffic).
 VCPU_NICE = 10
 
 

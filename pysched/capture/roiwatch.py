@@ -1,32 +1,47 @@
-"""``pysched trace --roi-insns``: ending the region of interest after N instructions.
+"""``pysched trace --roi-insns``: the plugin's instruction bound, seen from the host.
 
-The plugin has no instruction limit, and the guest cannot count its own instructions, so the
-host watches the trace grow: the plugin writes each vCPU's ``exec`` stream in complete part
-files (``rows=`` block executions each, 4,194,304 by default) and the static ``blocks`` table
-before them. :class:`InsnCounter` sums the instructions of the blocks in every completed part;
-once the total reaches the bound, pysched tells the guest to close the region (the word
-``stop`` on its control serial port, which the guest's ``roi-wait`` watches).
+The plugin enforces the bound itself (its ``roi_insns=N`` option, see qemu-plugin/README.md):
+each vCPU stops recording at the first block boundary at or after N instructions in the region,
+and when every vCPU has got there the plugin ends the region as the guest's ``roi end`` would,
+writes every buffer out and then rewrites ``plugin.json`` (atomically, by rename) with
+``roi_insns_ends`` counting the regions the bound ended. :class:`RoiBoundWatch` polls that
+small file (a ``stat`` per call, a JSON parse only when it changed) so that the host can tell
+the guest to wind down (``stop`` on its control port, see :mod:`pysched.capture.monitor`).
 
-The bound is therefore a lower bound: the region ends at least N instructions in, plus what
-the vCPUs retire between the part that crossed it and the guest's ``roi end`` (up to one part
-per vCPU, about 20 million instructions with the default ``rows``, plus half a second of
-polling and the guest's reaction). ``plugin.json``'s ``icount`` gives the exact count.
-A synchronous exception that cuts a block short is counted as the whole block here.
+:func:`bound_shortfall` says which vCPUs did not reach the bound, for the messages of a run
+whose region ended otherwise (the command ended, the guest's time backstop, ``--timeout``).
 """
 from __future__ import annotations
 
-import re
+import json
 from pathlib import Path
+from typing import Any
 
-import numpy as np
-import pyarrow.parquet as pq
-
-_EXEC_RE = re.compile(r"v(\d{3})-(\d{6})\.parquet$")
-_STATIC_RE = re.compile(r"(\d{6})\.parquet$")
+PLUGIN_JSON = "plugin.json"
 
 
-class InsnCounter:
-    """Count the instructions in a trace directory's completed ``exec`` parts as they appear.
+def read_plugin_info(out_dir: Path) -> dict[str, Any] | None:
+    """``plugin.json`` of a trace directory, or None while it is missing or unreadable.
+
+    Parameters
+    ----------
+    out_dir : Path
+        The trace directory.
+
+    Returns
+    -------
+    dict or None
+        The parsed file.
+    """
+    try:
+        info = json.loads((Path(out_dir) / PLUGIN_JSON).read_text())
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+class RoiBoundWatch:
+    """Tell when the plugin has ended the region at its ``roi_insns`` bound.
 
     Parameters
     ----------
@@ -35,63 +50,61 @@ class InsnCounter:
     """
 
     def __init__(self, out_dir: Path):
-        self.out_dir = Path(out_dir)
-        self._ninsn = np.zeros(0, dtype=np.int64)
-        self._static_seen: set[str] = set()
-        self._exec_seen: set[str] = set()
-        self.per_vcpu: dict[int, int] = {}
+        self.path = Path(out_dir) / PLUGIN_JSON
+        self._stamp: tuple[int, int, int] | None = None
+        self.info: dict[str, Any] | None = None
 
-    @property
-    def total(self) -> int:
-        """Instructions counted so far, all vCPUs."""
-        return sum(self.per_vcpu.values())
-
-    def _load_blocks(self) -> None:
-        d = self.out_dir / "blocks"
-        if not d.is_dir():
-            return
-        for p in sorted(d.iterdir()):
-            if p.name in self._static_seen or not _STATIC_RE.fullmatch(p.name):
-                continue
-            t = pq.read_table(p, columns=["block", "ninsn"])
-            ids = t.column("block").to_numpy().astype(np.int64)
-            n = t.column("ninsn").to_numpy().astype(np.int64)
-            if len(ids):
-                top = int(ids.max()) + 1
-                if top > len(self._ninsn):
-                    grown = np.zeros(max(top, 2 * len(self._ninsn)), dtype=np.int64)
-                    grown[: len(self._ninsn)] = self._ninsn
-                    self._ninsn = grown
-                self._ninsn[ids] = n
-            self._static_seen.add(p.name)
-
-    def update(self) -> int:
-        """Read the parts completed since the last call.
+    def poll(self) -> bool:
+        """Re-read ``plugin.json`` if it changed.
 
         Returns
         -------
-        int
-            The total instruction count so far.
+        bool
+            True once the plugin reports a region ended by the bound.
         """
-        d = self.out_dir / "exec"
-        if not d.is_dir():
-            return self.total
-        new = [p for p in sorted(d.iterdir())
-               if p.name not in self._exec_seen and _EXEC_RE.fullmatch(p.name)]
-        if not new:
-            return self.total
-        # The plugin writes the static tables before a vCPU's part that uses their blocks.
-        self._load_blocks()
-        for p in new:
-            vcpu = int(_EXEC_RE.fullmatch(p.name).group(1))  # type: ignore[union-attr]
-            blocks = pq.read_table(p, columns=["block"]).column("block").to_numpy()
-            blocks = blocks.astype(np.int64)
-            if len(blocks) and int(blocks.max()) >= len(self._ninsn):
-                # A block whose static row is not on disk yet: count this part next time.
-                continue
-            self.per_vcpu[vcpu] = self.per_vcpu.get(vcpu, 0) + int(self._ninsn[blocks].sum())
-            self._exec_seen.add(p.name)
-        return self.total
+        try:
+            st = self.path.stat()
+        except OSError:
+            return False
+        # The plugin renames a new file over the old one: a new inode every time.
+        stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if stamp != self._stamp:
+            self._stamp = stamp
+            self.info = read_plugin_info(self.path.parent)
+        return self.ended
+
+    @property
+    def ended(self) -> bool:
+        """Whether the last ``plugin.json`` read reports a region ended by the bound."""
+        return bool(self.info and int(self.info.get("roi_insns_ends", 0)) > 0)
+
+    @property
+    def window_icount(self) -> dict[str, int]:
+        """Per vCPU, the instructions recorded in the (last) region, from the last read."""
+        counts = (self.info or {}).get("window_icount") or []
+        return {str(v): int(n) for v, n in enumerate(counts)}
 
 
-__all__ = ["InsnCounter"]
+def bound_shortfall(info: dict[str, Any] | None, bound: int) -> dict[str, int] | None:
+    """The vCPUs whose last region holds fewer than ``bound`` instructions.
+
+    Parameters
+    ----------
+    info : dict or None
+        ``plugin.json`` (:func:`read_plugin_info`).
+    bound : int
+        The ``--roi-insns`` bound.
+
+    Returns
+    -------
+    dict or None
+        ``{vcpu: instructions}`` for the vCPUs short of the bound (empty when every vCPU
+        reached it); None when there is nothing to compare: no plugin.json, a plugin older than
+        ``roi_insns``, or no region began.
+    """
+    if not info or not isinstance(info.get("window_icount"), list) or not info.get("windows"):
+        return None
+    return {str(v): int(n) for v, n in enumerate(info["window_icount"]) if int(n) < bound}
+
+
+__all__ = ["PLUGIN_JSON", "RoiBoundWatch", "bound_shortfall", "read_plugin_info"]
