@@ -395,6 +395,17 @@ def test_check_markers_structure(sample_dir: Path) -> None:
     assert "markers v1 row 0" in out and "end outside a region" in out
 
 
+def test_check_region_ended_by_the_bound(sample_dir: Path) -> None:
+    (sample_dir / "markers" / "v001-000000.parquet").unlink()   # no end row
+    status, out = run_check(sample_dir)
+    assert status == 0 and "ends inside a region (no final end marker)" in out
+    info = json.loads((sample_dir / "plugin.json").read_text())
+    info["roi_insns_ends"] = 1                                 # the roi_insns bound ended it
+    (sample_dir / "plugin.json").write_text(json.dumps(info))
+    status, out = run_check(sample_dir)
+    assert status == 0 and "ended by the roi_insns bound" in out
+
+
 def test_check_block_structure(sample_dir: Path) -> None:
     f = tf.sample()
     blocks, insns = f.static_rows()

@@ -129,7 +129,8 @@ def check_trace(trace: Trace, limit: int = 20) -> Report:
         syscalls[v], markers[v] = vs.events["syscalls"], vs.events["markers"]
     _check_plugin_counters(trace, totals, report)
     check_syscalls(syscalls, report)
-    check_markers(markers, roi_mode(trace.plugin_info), report)
+    check_markers(markers, roi_mode(trace.plugin_info), report,
+                  int((trace.plugin_info or {}).get("roi_insns_ends", 0) or 0))
     _locate_first_executions(trace, report, vcpus)
     report.summary = _summary(trace, totals)
     return report

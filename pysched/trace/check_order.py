@@ -111,12 +111,14 @@ def roi_mode(plugin_info: dict[str, Any] | None) -> str:
     return "marker"
 
 
-def check_markers(tables: dict[int, pa.Table], roi: str, report: Report) -> None:
+def check_markers(tables: dict[int, pa.Table], roi: str, report: Report,
+                  bound_ends: int = 0) -> None:
     """Check e: in time order over all vCPUs, begin and end alternate starting with a begin,
     and marks lie between a begin and its end.
 
     With ``roi=all`` markers do not switch recording, so a broken structure is the guest's
-    business: it is reported as info instead.
+    business: it is reported as info instead. ``bound_ends`` is ``plugin.json``'s
+    ``roi_insns_ends``: regions the plugin's ``roi_insns`` bound ended, which leave no end row.
     """
     report.start(MARKERS)
     m = _merged(tables, ["time_ns", "icount", "exec_row", "kind"])
@@ -140,5 +142,7 @@ def check_markers(tables: dict[int, pa.Table], roi: str, report: Report) -> None
             report.note(MARKERS, f"{_loc(MARKERS, m, i)}: {problem} (roi=all)")
     if len(m["kind"]) == 0:
         report.note(MARKERS, "no markers")
+    elif inside and bound_ends > 0:
+        report.note(MARKERS, "the last region was ended by the roi_insns bound (no end marker)")
     elif inside:
         report.note(MARKERS, "the trace ends inside a region (no final end marker)")
