@@ -16,6 +16,10 @@ TRACE_ARGS ?=
 # parts re-encoded at zstd 19 to stay under 25 MB a trace.
 DATA_WORKLOADS := find apache filesrv dss
 DATA_ARGS := --vcpus 2 --roi-insns 125M --compact 19
+# One short trace with data accesses (the mem table, about 0.54 byte an instruction) for the
+# cache models' d-cache side and benchmark: 14 M instructions a vCPU keep it under 20 MB.
+DATA_MEM_WORKLOAD := dss
+DATA_MEM_ARGS := --vcpus 2 --roi-insns 14M --data-accesses --compact 19
 
 .PHONY: setup plugin guest run demo test test-all bench bench-tracer clean bench-models trace \
 	data bench-analysis
@@ -44,6 +48,10 @@ data: plugin guest
 	  $(PYSCHED) check data/$$w > /dev/null; \
 	  du -sh data/$$w; \
 	done
+	rm -rf data/$(DATA_MEM_WORKLOAD)-mem
+	$(PYSCHED) trace $(DATA_MEM_WORKLOAD) --out data/$(DATA_MEM_WORKLOAD)-mem $(DATA_MEM_ARGS)
+	$(PYSCHED) check data/$(DATA_MEM_WORKLOAD)-mem > /dev/null
+	du -sh data/$(DATA_MEM_WORKLOAD)-mem
 
 # The main job: SuperFunctions, breakups, epoch similarity and page heatmaps of every shipped
 # trace, with the paper's figures beside ours (results/summary.md).

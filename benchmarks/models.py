@@ -15,12 +15,13 @@ Each figure is the best of ``--repeat`` runs from cold caches; conversions to py
 input lists are done before timing. Counts must match exactly (hits, misses, write-backs per
 level). Targets: >= 100 M accesses/s for (a), >= 40 M/s for (b), >= 3x pycachesim.
 
-The trace: the largest trace directory under ``data/`` with a ``mem`` table; else
-``/tmp/models-trace``, recorded first if missing with
-``pysched trace --cmd "sysloop 20000; spin 100 & spin 100 & wait; find / > /dev/null"
---vcpus 2 --data-accesses``.
+The trace: ``data/dss-mem`` by default, the shipped trace recorded with data accesses
+(``make data``: TPC-H query 2 on SQLite, 2 vCPUs, 14 M instructions each, the ``mem`` table of
+every load and store); the stream is its whole vCPU 0 unless ``--rows`` bounds it. Another trace
+recorded with ``--data-accesses`` can be given with ``--trace``.
 
-Usage: ``python benchmarks/models.py --out benchmarks/results/models.json``
+Usage: ``python benchmarks/models.py --out benchmarks/results/models.json`` (``make
+bench-models``)
 """
 from __future__ import annotations
 
@@ -28,7 +29,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -41,25 +41,17 @@ from pysched.models.codes import STORE
 from pysched.trace import open_trace
 
 REPO = Path(__file__).resolve().parents[1]
-FALLBACK = Path("/tmp/models-trace")
-WORKLOAD = "sysloop 20000; spin 100 & spin 100 & wait; find / > /dev/null"
+DEFAULT_TRACE = REPO / "data" / "dss-mem"
 
 
-def dir_size(p: Path) -> int:
-    return sum(f.stat().st_size for f in p.rglob("*.parquet"))
-
-
-def find_trace() -> Path:
-    """The largest shipped trace with data accesses, else the fallback (recorded if needed)."""
-    data = REPO / "data"
-    cands = [Path(d) for d, subdirs, _ in os.walk(data, followlinks=True) if "exec" in subdirs]
-    cands = [p for p in cands if (p / "mem").is_dir() and any((p / "mem").glob("*.parquet"))]
-    if cands:
-        return max(cands, key=dir_size)
-    if not (FALLBACK / "exec").is_dir():
-        subprocess.run([str(REPO / ".venv/bin/pysched"), "trace", "--cmd", WORKLOAD, "--out",
-                        str(FALLBACK), "--vcpus", "2", "--data-accesses"], check=True)
-    return FALLBACK
+def check_trace(path: Path) -> Path:
+    """``path`` if it is a trace directory with a ``mem`` table, else exit with the reason."""
+    if not (path / "exec").is_dir():
+        sys.exit(f"benchmark: {path} is not a trace directory (no exec/); the shipped "
+                 f"data-access trace comes from `make data`")
+    if not any((path / "mem").glob("*.parquet")):
+        sys.exit(f"benchmark: {path} has no mem table: record it with --data-accesses")
+    return path
 
 
 def best_of(repeat: int, fn) -> tuple[float, object]:
@@ -74,13 +66,14 @@ def best_of(repeat: int, fn) -> tuple[float, object]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--trace", type=Path, default=None)
-    ap.add_argument("--rows", type=int, default=8_000_000,
-                    help="exec rows of vCPU 0 to expand (the stream window)")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE,
+                    help="a trace recorded with --data-accesses (default data/dss-mem)")
+    ap.add_argument("--rows", type=int, default=None,
+                    help="exec rows of vCPU 0 to expand (default all: the whole vCPU)")
+    ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
 
-    path = args.trace or find_trace()
+    path = check_trace(args.trace)
     trace = open_trace(path)
     t0 = time.perf_counter()
     s = access_stream(trace, trace.vcpus[0], 0, args.rows)
@@ -145,7 +138,9 @@ def main() -> None:
     res = {
         "trace": str(path),
         "accesses": n,
+        "vcpu": int(trace.vcpus[0]),
         "instructions": s.instructions,
+        "unknown_paddr": {"fetch_insns": s.unknown_fetch, "data": s.unknown_data},
         "kinds": {"ifetch": int((s.kind == 0).sum()), "load": int((s.kind == 1).sum()),
                   "store": int((s.kind == 2).sum())},
         "l1_access_per_s": n / t_l1,
@@ -155,6 +150,8 @@ def main() -> None:
         "speedup_vs_pycachesim": t_l1_ref / t_l1,
         "hierarchy_speedup_vs_pycachesim": t_h_ref / t_h,
         "counts_identical": bool(l1_same and h_same),
+        "counts_identical_per_level": {"L1": bool(l1_same),
+                                       **{lv: oc[lv] == tc[lv] for lv in oc}},
         "l1_counts": {"pysched": [c.stats.hits(), c.stats.misses(), c.stats.writebacks],
                       "pycachesim": [rc["HIT"], rc["MISS"], rc["EVICT"]]},
         "hierarchy_counts": {"pysched": oc, "pycachesim": tc},

@@ -114,50 +114,43 @@ class SlowHierarchy:
         self.events[c][EV[name]] += 1
 
     # write-backs and evictions
-    def l3_evicted(self, c, old):
-        if old is None:
-            return
+    def dropped_dirty(self, c, old, caches):
+        """An entry a level evicted: with inclusion, remove its copies from ``caches``
+        (back-invalidation); whether it or a copy was dirty."""
         dirty = old[1]
         if self.cfg.inclusive:
-            for o in range(self.cfg.cores):
-                for cache in self.priv[o]:
-                    e = cache.remove(old[0])
-                    if e is not None:
-                        self.ev(c, "backinv")
-                        dirty = dirty or e[1]
-        if dirty:
-            self.ev(c, "wb_l3")
-
-    def l3_writeback(self, c, line):
-        e = self.l3.find(line)
-        if e is not None:
-            e[1] = 1
-            return
-        self.ev(c, "wbmiss_l3")
-        self.l3_evicted(c, self.l3.fill(line, 1))
-
-    def l2_evicted(self, c, old):
-        if old is None:
-            return
-        dirty = old[1]
-        if self.cfg.inclusive:
-            for cache in self.priv[c][:2]:
+            for cache in caches:
                 e = cache.remove(old[0])
                 if e is not None:
                     self.ev(c, "backinv")
                     dirty = dirty or e[1]
-        if dirty:
+        return dirty
+
+    def l3_evicted(self, c, old):
+        every_private = [cache for caches in self.priv for cache in caches]
+        if old is not None and self.dropped_dirty(c, old, every_private):
+            self.ev(c, "wb_l3")
+
+    def l3_writeback(self, c, line):
+        self.writeback(c, self.l3, line, "wbmiss_l3", self.l3_evicted)
+
+    def l2_evicted(self, c, old):
+        if old is not None and self.dropped_dirty(c, old, self.priv[c][:2]):
             self.ev(c, "wb_l2")
             self.l3_writeback(c, old[0])
 
     def l2_writeback(self, c, line):
-        l2 = self.priv[c][2]
-        e = l2.find(line)
+        self.writeback(c, self.priv[c][2], line, "wbmiss_l2", self.l2_evicted)
+
+    def writeback(self, c, cache, line, miss_event, evicted):
+        """A dirty line arrives at ``cache``: a hit only marks it dirty, a miss allocates it
+        dirty and ``evicted`` handles the victim."""
+        e = cache.find(line)
         if e is not None:
             e[1] = 1
             return
-        self.ev(c, "wbmiss_l2")
-        self.l2_evicted(c, l2.fill(line, 1))
+        self.ev(c, miss_event)
+        evicted(c, cache.fill(line, 1))
 
     def access(self, c, addr, kind, cls):
         line = int(addr) // self.cfg.line

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from pysched.models import ConfigError, MachineConfig
+from pysched.models.machine import EXAMPLE_TOML
 from pysched.models.caches import CacheConfig, Hierarchy, HierarchyConfig
 from pysched.models.cores import (CoreConfig, DvfsLevel, big_core, core_stats, cycles, energy,
                                   seconds, small_core, stall_table)
@@ -104,15 +105,22 @@ latency = 20
 policy = "fifo"
 
 [[cores]]
-name = "big"
-
-[[cores]]
 name = "small"
 out_of_order = false
-base_cpi = 1.0
 data_miss_hidden = 0.0
 dvfs = [{freq_ghz = 1.0, voltage = 0.7}, {freq_ghz = 2.6, voltage = 1.0}]
+
+[[cores]]
+migration_cycles = 2000
 """
+
+
+def test_documented_example_loads(tmp_path):
+    p = tmp_path / "example.toml"
+    p.write_text(EXAMPLE_TOML)
+    m = MachineConfig.load(p)
+    assert m.cores == (big_core(), small_core(capacitance_nf=1.0, static_power_w=0.5))
+    assert m.hierarchy == HierarchyConfig(cores=2)
 
 
 def test_machine_from_toml_and_json(tmp_path):
@@ -121,7 +129,8 @@ def test_machine_from_toml_and_json(tmp_path):
     m = MachineConfig.load(p)
     assert m.hierarchy.l1i == CacheConfig(16384, 4, 64, 2)
     assert m.hierarchy.l3.policy == "fifo" and m.hierarchy.inclusive
-    assert m.cores[1].dvfs[1] == DvfsLevel(2.6, 1.0)
+    assert m.cores[0].dvfs[1] == DvfsLevel(2.6, 1.0) and m.cores[0].base_cpi == 0.5
+    assert m.cores[1] == big_core(migration_cycles=2000)
     from pysched.models.configio import to_dict
     j = tmp_path / "m.json"
     j.write_text(json.dumps(to_dict(m)))

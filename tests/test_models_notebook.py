@@ -39,3 +39,6 @@ def test_cache_models_notebook_runs():
     # the summary table and the figure were produced
     assert any("miss_rate_per_access" in str(o.get("data", {})) for o in outputs)
     assert any("image/png" in o.get("data", {}) for o in outputs)
+    # the d-cache side, on the traces recorded with data accesses (data/dss-mem)
+    if any(any((t / "mem").glob("*.parquet")) for t in shipped_traces()):
+        assert any("l1d_miss_rate" in str(o.get("data", {})) for o in outputs)

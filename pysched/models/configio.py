@@ -13,13 +13,34 @@ import tomllib
 import types
 import typing
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 T = TypeVar("T")
 
 
 class ConfigError(ValueError):
     """A configuration value is impossible; the message names the parameter (and file)."""
+
+
+def check_int(name: str, value: Any, minimum: int | None = None) -> None:
+    """Reject a configuration field that is not an integer (``bool`` included) or is below
+    ``minimum``.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``name``: "must be an integer", "must be a non-negative integer" (minimum 0) or
+        "must be a positive integer" (minimum 1).
+    """
+    if minimum is None:
+        what = "an integer"
+    elif minimum in (0, 1):
+        what = ("a non-negative integer", "a positive integer")[minimum]
+    else:
+        what = f"an integer of at least {minimum}"
+    if isinstance(value, bool) or not isinstance(value, int) \
+            or (minimum is not None and value < minimum):
+        raise ConfigError(f"{name} must be {what}, got {value!r}")
 
 
 def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
@@ -114,6 +135,20 @@ def from_dict(cls: type[T], data: dict[str, Any], where: str | None = None) -> T
 def to_dict(obj: Any) -> dict[str, Any]:
     """The plain-data form of a configuration (inverse of :func:`from_dict`)."""
     return dataclasses.asdict(obj)
+
+
+class Loadable:
+    """Mixin of the configuration dataclasses: build from plain data or a TOML/JSON file."""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """Build from plain data (see :func:`from_dict`)."""
+        return from_dict(cls, data)
+
+    @classmethod
+    def load(cls, path: str | Path, table: str | None = None) -> Self:
+        """Read from a ``.toml`` or ``.json`` file (see :func:`load_config`)."""
+        return load_config(cls, path, table)
 
 
 def load_config(cls: type[T], path: str | Path, table: str | None = None) -> T:

@@ -4,29 +4,34 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .caches.config import HierarchyConfig
-from .configio import ConfigError, from_dict, load_config
+from .configio import ConfigError, Loadable
 from .cores.config import CoreConfig, big_core
+
+#: The TOML form of a two-core machine (one big, one small core); tested to load.
+EXAMPLE_TOML = """\
+[hierarchy]
+cores = 2
+memory_latency = 200
+[hierarchy.l1i]
+size = 32768
+
+[[cores]]
+name = "big"
+
+[[cores]]
+name = "small"
+out_of_order = false
+base_cpi = 1.0
+data_miss_hidden = 0.0
+"""
 
 
 @dataclass(frozen=True)
-class MachineConfig:
+class MachineConfig(Loadable):
     """Cores (one :class:`CoreConfig` each) sharing one cache hierarchy.
 
-    ``hierarchy.cores`` must equal the number of cores; :meth:`build` style helpers and the
-    TOML form::
-
-        [hierarchy]
-        cores = 2
-        memory_latency = 200
-        [hierarchy.l1i]
-        size = 32768
-        [[cores]]
-        name = "big"
-        [[cores]]
-        name = "small"
-        out_of_order = false
-        base_cpi = 1.0
-        data_miss_hidden = 0.0
+    ``hierarchy.cores`` must equal the number of cores. Load one with :meth:`load` from a
+    ``.toml`` file such as :data:`EXAMPLE_TOML` (or the same keys in ``.json``).
     """
 
     hierarchy: HierarchyConfig = field(default_factory=HierarchyConfig)
@@ -38,12 +43,3 @@ class MachineConfig:
         if self.hierarchy.cores != len(self.cores):
             raise ConfigError(f"hierarchy.cores is {self.hierarchy.cores} but cores lists "
                               f"{len(self.cores)} core(s)")
-
-    @classmethod
-    def from_dict(cls, data: dict) -> MachineConfig:
-        return from_dict(cls, data)
-
-    @classmethod
-    def load(cls, path, table: str | None = None) -> MachineConfig:
-        """Read from a ``.toml`` or ``.json`` file."""
-        return load_config(cls, path, table)

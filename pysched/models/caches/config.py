@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..configio import ConfigError, from_dict, load_config
+from ..configio import ConfigError, Loadable, check_int
 
 #: Replacement policies by name; the value is the code the kernels dispatch on.
 POLICIES: dict[str, int] = {"lru": 0, "fifo": 1, "random": 2}
-
 
 
 def _is_pow2(n: int) -> bool:
@@ -22,7 +21,7 @@ def _is_pow2(n: int) -> bool:
 
 
 @dataclass(frozen=True)
-class CacheConfig:
+class CacheConfig(Loadable):
     """One set-associative cache.
 
     Parameters
@@ -54,14 +53,10 @@ class CacheConfig:
     policy: str = "lru"
 
     def __post_init__(self) -> None:
-        for name in ("size", "ways", "line", "latency"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise ConfigError(f"{name} must be an integer, got {v!r}")
-        if self.size <= 0:
-            raise ConfigError(f"size must be positive, got {self.size}")
-        if self.ways <= 0:
-            raise ConfigError(f"ways must be positive, got {self.ways}")
+        check_int("size", self.size, 1)
+        check_int("ways", self.ways, 1)
+        check_int("line", self.line, 1)
+        check_int("latency", self.latency, 0)
         if not _is_pow2(self.line):
             raise ConfigError(f"line must be a power of two, got {self.line}")
         if self.size % (self.ways * self.line):
@@ -70,8 +65,6 @@ class CacheConfig:
         if not _is_pow2(self.sets):
             raise ConfigError(f"size / (ways * line) = {self.sets} sets is not a power of two "
                               f"(size={self.size}, ways={self.ways}, line={self.line})")
-        if self.latency < 0:
-            raise ConfigError(f"latency must not be negative, got {self.latency}")
         if self.policy not in POLICIES:
             raise ConfigError(f"policy {self.policy!r} unknown; known: {', '.join(POLICIES)}")
 
@@ -103,7 +96,7 @@ def _default_l3() -> CacheConfig:
 
 
 @dataclass(frozen=True)
-class HierarchyConfig:
+class HierarchyConfig(Loadable):
     """Per core a private L1i, L1d and L2; one L3 shared by ``cores`` cores.
 
     Parameters
@@ -152,14 +145,9 @@ class HierarchyConfig:
             if getattr(self, name).line != self.l1i.line:
                 raise ConfigError(f"{name}.line is {getattr(self, name).line} but l1i.line is "
                                   f"{self.l1i.line}: all levels must use one line size")
-        if isinstance(self.memory_latency, bool) or not isinstance(self.memory_latency, int) \
-                or self.memory_latency < 0:
-            raise ConfigError(f"memory_latency must be a non-negative integer, "
-                              f"got {self.memory_latency!r}")
-        if isinstance(self.cores, bool) or not isinstance(self.cores, int) or self.cores < 1:
-            raise ConfigError(f"cores must be a positive integer, got {self.cores!r}")
-        if not isinstance(self.seed, int) or self.seed < 0:
-            raise ConfigError(f"seed must be a non-negative integer, got {self.seed!r}")
+        check_int("memory_latency", self.memory_latency, 0)
+        check_int("cores", self.cores, 1)
+        check_int("seed", self.seed, 0)
 
     @property
     def line(self) -> int:
@@ -178,15 +166,6 @@ class HierarchyConfig:
     def with_cores(self, cores: int) -> HierarchyConfig:
         """A copy for ``cores`` cores."""
         return replace(self, cores=cores)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> HierarchyConfig:
-        return from_dict(cls, data)
-
-    @classmethod
-    def load(cls, path, table: str | None = None) -> HierarchyConfig:
-        """Read from a ``.toml`` or ``.json`` file (see :func:`load_config`)."""
-        return load_config(cls, path, table)
 
 
 #: Table 2 of seed 000 (one core; use :meth:`HierarchyConfig.with_cores`).

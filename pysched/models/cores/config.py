@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..configio import ConfigError, from_dict, load_config
+from ..configio import ConfigError, Loadable, check_int, from_dict
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ DEFAULT_DVFS = (DvfsLevel(1.0, 0.70), DvfsLevel(1.6, 0.80), DvfsLevel(2.2, 0.90)
 
 
 @dataclass(frozen=True)
-class CoreConfig:
+class CoreConfig(Loadable):
     """Timing and energy parameters of one core type.
 
     Parameters
@@ -115,10 +115,7 @@ class CoreConfig:
         if self.static_power_w < 0:
             raise ConfigError(f"static_power_w must not be negative, got "
                               f"{self.static_power_w!r}")
-        if isinstance(self.migration_cycles, bool) or not isinstance(self.migration_cycles, int) \
-                or self.migration_cycles < 0:
-            raise ConfigError(f"migration_cycles must be a non-negative integer, got "
-                              f"{self.migration_cycles!r}")
+        check_int("migration_cycles", self.migration_cycles, 0)
 
     def operating_point(self, level: int | None = None) -> DvfsLevel:
         """The DVFS level ``level`` (default :attr:`level`)."""
@@ -126,10 +123,6 @@ class CoreConfig:
         if not isinstance(lv, int) or not -len(self.dvfs) <= lv < len(self.dvfs):
             raise ValueError(f"level {lv!r} out of range for {len(self.dvfs)} dvfs levels")
         return self.dvfs[lv]
-
-    @classmethod
-    def load(cls, path, table: str | None = None) -> CoreConfig:
-        return load_config(cls, path, table)
 
 
 def big_core(**changes) -> CoreConfig:

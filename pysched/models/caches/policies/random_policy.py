@@ -6,6 +6,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .fifo import on_hit  # noqa: F401  (a hit changes nothing, as in FIFO)
 from .lru import insert_front
 
 
@@ -18,11 +19,6 @@ def next_random(rng: np.ndarray) -> np.uint64:
     x ^= x << np.uint64(17)
     rng[0] = x
     return x
-
-
-@numba.njit(cache=True, inline="always")
-def on_hit(tags: np.ndarray, dirty: np.ndarray, base: int, i: int) -> None:
-    pass
 
 
 @numba.njit(cache=True, inline="always")
