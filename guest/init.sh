@@ -3,9 +3,9 @@
 #
 # Runs /cmd.sh, which is not part of the base image: `pysched trace` appends a second cpio
 # archive holding it (the kernel unpacks concatenated archives in order). The region of interest
-# (roi begin ... roi end) spans the command and the /proc snapshots around it; the console
-# lines below are what pysched parses, so keep their wording in step with
-# pysched/capture/command.py.
+# (roi begin ... roi end) spans the command and the /proc snapshots around it: roi_start and
+# roi_stop of the Debian guest's workloads/lib.sh (installed as /run/pysched/lib.sh), whose
+# console lines pysched parses.
 
 /bin/busybox mkdir -p /proc /sys /dev /tmp /bin /sbin /usr/bin /usr/sbin
 /bin/busybox mount -t proc proc /proc
@@ -16,16 +16,11 @@ export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 export HOME=/root
 cd /
 
+PYSCHED_MODE=cmd
+. /run/pysched/lib.sh
+
 echo "=== PYSCHED BEGIN ==="
-roi begin
-# roi marks 101-104 bracket the two readings of /proc/interrupts, so that tests can compare
-# the traced interrupts with the kernel's counts over the same window.
-echo "=== /proc/interrupts before ==="
-roi mark 101
-cat /proc/interrupts
-roi mark 102
-echo "=== /proc/stat before ==="
-cat /proc/stat
+roi_start
 if [ -f /cmd.sh ]; then
     # stdin from /dev/null: nothing ever types on the console, so a read would hang the run.
     sh /cmd.sh </dev/null 2>&1
@@ -34,13 +29,7 @@ else
     echo "pysched: /cmd.sh is missing (the run's command archive was not appended to the initrd)"
     rc=127
 fi
-echo "=== /proc/interrupts after ==="
-roi mark 103
-cat /proc/interrupts
-roi mark 104
-echo "=== /proc/stat after ==="
-cat /proc/stat
-roi end
+roi_stop
 echo "=== PYSCHED EXIT $rc ==="
 sync
 poweroff -f

@@ -3,7 +3,8 @@
 #
 # Installs: QEMU 10.0 from bookworm-backports, glib and C/C++ build tools, the QEMU plugin
 # header (extracted from Debian's QEMU source package, never stored in the repo), busybox and a
-# Debian kernel for the test guest, and the Python environment .venv/ with pysched.
+# Debian kernel for the test guest (its System.map made by booting it once under QEMU: see
+# guest/system-map.sh), and the Python environment .venv/ with pysched.
 # Each step is skipped when its result is already there.
 set -euo pipefail
 

@@ -165,8 +165,15 @@ def test_processes_of_one_binary_share_frames(traced: Path) -> None:
     spinners, per_thread = np.unique(thread[hot], return_counts=True)
     spin_threads = spinners[per_thread > 1_000_000]
     assert len(spin_threads) == 2, dict(zip(spinners, per_thread))
-    shared = {int(f) for t in spin_threads for f in np.unique(frame[hot & (thread == t)])}
-    assert len(shared) == 1, shared
+    # They run it from one frame of the page cache. The kernel may migrate that page while
+    # they run (compaction: the busybox guest's root is tmpfs, whose pages are movable), and
+    # then both move to the new frame together: so the two threads' frame sets share a frame,
+    # and most of the hot loop's executions come from frames both used. Private copies would
+    # give two disjoint sets.
+    a, b = (hot & (thread == t) for t in spin_threads)
+    common = np.intersect1d(frame[a], frame[b])
+    assert len(common), (np.unique(frame[a]), np.unique(frame[b]))
+    assert np.isin(frame[a | b], common).mean() > 0.5, (np.unique(frame[a]), np.unique(frame[b]))
 
 
 def plugin_refuses(tmp_path: Path, options: str) -> str:

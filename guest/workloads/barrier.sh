@@ -6,9 +6,4 @@
 : "${P_THREADS:?}" "${P_GRID:?}" "${P_IMBALANCE:?}"
 WORK_LOG=/tmp/barrier.out
 barrier -t "$P_THREADS" -g "$P_GRID" -b "$P_IMBALANCE" -T 100000 > "$WORK_LOG" 2>&1 &
-work=$!
-warm_up
-roi_start
-roi_wait "$work"
-roi_stop
-stop_work "$work"
+roi_over_work $!

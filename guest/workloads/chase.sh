@@ -6,15 +6,9 @@
 . /run/pysched/lib.sh
 : "${P_KIB:?}" "${P_COPIES:?}"
 WORK_LOG=/tmp/ptrchase.out
-pids=
-i=0
-while [ "$i" -lt "$P_COPIES" ]; do
-    ptrchase -k "$P_KIB" -T 100000 -S "$i" >> "$WORK_LOG" 2>&1 &
-    pids="$pids $!"
-    i=$((i + 1))
-done
-warm_up
-roi_start
-roi_wait $pids
-roi_stop
-stop_work $pids
+# chase I: copy I, seeded with its index.
+chase() {
+    exec ptrchase -k "$P_KIB" -T 100000 -S "$1"
+}
+start_copies "$P_COPIES" chase
+roi_over_work $pids

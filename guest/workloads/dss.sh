@@ -35,22 +35,15 @@ q2() {
 q2 0 1 | sqlite3 -batch "$db" > /tmp/dss-warmup.out || die "the warm-up query failed"
 echo "dss: warm-up query returned $(wc -l < /tmp/dss-warmup.out) rows"
 WORK_LOG=/tmp/dss.err
-pids=
-s=1
-while [ "$s" -le "$P_STREAMS" ]; do
-    (
-        k=0
-        while :; do
-            k=$((k + 1))
-            q2 "$s$k" "$P_BATCH" | sqlite3 -batch "$db" > /dev/null || exit 1
-        done
-    ) 2>> "$WORK_LOG" &
-    pids="$pids $!"
-    s=$((s + 1))
-done
-warm_up
-roi_start
-roi_wait $pids
-roi_stop
-stop_work $pids
+# stream I: stream I + 1's batches, each with its own seed (the stream's number, then the
+# batch's), until the work is stopped.
+stream() {
+    s=$(($1 + 1)) k=0
+    while :; do
+        k=$((k + 1))
+        q2 "$s$k" "$P_BATCH" | sqlite3 -batch "$db" > /dev/null || exit 1
+    done
+}
+start_copies "$P_STREAMS" stream
+roi_over_work $pids
 echo "dss: $P_STREAMS streams ran"

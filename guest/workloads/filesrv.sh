@@ -4,14 +4,4 @@
 # directories of 20 on the virtio disk (80% created before the run).
 # Parameters: threads, files, size.
 . /run/pysched/lib.sh
-: "${P_THREADS:?}" "${P_FILES:?}" "${P_SIZE:?}"
-fsbench prepare fileserver -f "$P_FILES" -s "$P_SIZE" || die "fsbench prepare failed"
-WORK_LOG=/tmp/fsbench.out
-fsbench run fileserver -t "$P_THREADS" -f "$P_FILES" -s "$P_SIZE" > "$WORK_LOG" 2>&1 &
-work=$!
-warm_up
-roi_start
-roi_wait "$work"
-roi_stop
-stop_work "$work"
-cat "$WORK_LOG"
+fsbench_workload fileserver

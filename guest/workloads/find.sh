@@ -8,21 +8,12 @@
 WORK_LOG=/tmp/find.out
 n=$P_INSTANCES
 [ "$n" -gt 0 ] || n=$PYSCHED_VCPUS
-pids=
-i=0
-while [ "$i" -lt "$n" ]; do
-    (
-        while :; do
-            drop_caches
-            find / -xdev -name "$P_NAME" -print
-        done
-    ) >> "$WORK_LOG" 2>&1 &
-    pids="$pids $!"
-    i=$((i + 1))
-done
-warm_up
-roi_start
-roi_wait $pids
-roi_stop
-stop_work $pids
+walk() {
+    while :; do
+        drop_caches
+        find / -xdev -name "$P_NAME" -print
+    done
+}
+start_copies "$n" walk
+roi_over_work $pids
 echo "find: $(grep -c . "$WORK_LOG") matches printed"

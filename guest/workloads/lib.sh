@@ -1,8 +1,10 @@
 # Shell functions shared by the guest's stage-2 init and the workload scripts (dash).
 #
+# The busybox test guest's /init (guest/init.sh) uses roi_start / roi_stop too.
+#
 # roi_start / roi_stop open and close the region of interest. The console lines they print and
 # the marks 101-104 around the /proc/interrupts readings are what pysched and the tests parse
-# (pysched/capture/console.py): keep them in step with guest/init.sh of the busybox guest.
+# (pysched/capture/console.py).
 
 PYSCHED_ROI_FLAG=/run/pysched/roi-open
 
@@ -19,8 +21,9 @@ roi_start() {
     if [ "${PYSCHED_MODE:-}" != cmd ]; then
         roi_raise_priority
     fi
-    roi begin
+    # The flag first: its file creation stays out of the region.
     : > "$PYSCHED_ROI_FLAG"
+    roi begin
     echo "=== /proc/interrupts before ==="
     roi mark 101
     cat /proc/interrupts
@@ -52,6 +55,41 @@ roi_close_if_open() {
 roi_wait() {
     set -- -t "${PYSCHED_ROI_SECONDS:-10}" ${PYSCHED_CONTROL:+-c "$PYSCHED_CONTROL"} "$@"
     roi-wait "$@"
+}
+
+# roi_over_work PID...: the region of a workload whose work runs in the background as PID...:
+# let it reach its steady state, open the region, wait for the bound (or for a PID to exit),
+# close the region and stop the work.
+roi_over_work() {
+    warm_up
+    roi_start
+    roi_wait "$@"
+    roi_stop
+    stop_work "$@"
+}
+
+# start_copies N FUNCTION: run FUNCTION 0, FUNCTION 1, ... FUNCTION N-1 side by side in the
+# background, their output appended to $WORK_LOG; their PIDs in $pids. (A function that ends
+# by running a program execs it, so that its PID is the program's.)
+start_copies() {
+    pids=
+    _i=0
+    while [ "$_i" -lt "$1" ]; do
+        "$2" "$_i" >> "$WORK_LOG" 2>&1 &
+        pids="$pids $!"
+        _i=$((_i + 1))
+    done
+}
+
+# fsbench_workload PERSONALITY: filesrv and mailsrv: our fsbench in a Filebench personality,
+# P_THREADS threads over P_FILES files of mean size P_SIZE bytes, created before the region.
+fsbench_workload() {
+    : "${P_THREADS:?}" "${P_FILES:?}" "${P_SIZE:?}"
+    fsbench prepare "$1" -f "$P_FILES" -s "$P_SIZE" || die "fsbench prepare failed"
+    WORK_LOG=/tmp/fsbench.out
+    fsbench run "$1" -t "$P_THREADS" -f "$P_FILES" -s "$P_SIZE" > "$WORK_LOG" 2>&1 &
+    roi_over_work $!
+    cat "$WORK_LOG"
 }
 
 # Fail the workload with a message on the console.

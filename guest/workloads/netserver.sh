@@ -10,8 +10,4 @@ server=$!
 wait_for 60 "netserver to listen on port 7000" listening 7000
 peer_start
 wait_for 120 "the host's client to connect" connected 7000
-warm_up
-roi_start
-roi_wait "$server"
-roi_stop
-stop_work "$server"
+roi_over_work "$server"

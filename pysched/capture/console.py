@@ -31,6 +31,25 @@ _STAT_LINE_RE = re.compile(r"^[a-z_]+\d*(?:\s+\d+)+\s*$")
 _ANSI_RE = re.compile(r"\x1b(?:\[[0-9;?]*[A-Za-z]|[@-Z\\-_c])")
 
 
+def _snapshot_end(lines: list[str], i: int, kind: str) -> int:
+    """Where a ``/proc`` snapshot whose first line is ``lines[i]`` ends (the index after it).
+
+    An interrupts snapshot ends at the next ``===`` line. The command's output follows the
+    "stat" snapshot with no marker between them, so that one ends after its ``softirq`` line
+    (the last line of ``/proc/stat``) or at the first line that is not ``key number...``.
+    """
+    while i < len(lines) and not lines[i].startswith("=== "):
+        if kind == "stat":
+            if not _STAT_LINE_RE.match(lines[i]):
+                break
+            i += 1
+            if lines[i - 1].startswith("softirq"):
+                break
+            continue
+        i += 1
+    return i
+
+
 def console_text(raw: bytes) -> str:
     """Decode a console log and normalise its line ends to ``\\n``.
 
@@ -81,9 +100,7 @@ def proc_sections(text: str) -> dict[str, str | None]:
 
     Notes
     -----
-    The command's output follows the "stat before" snapshot with no marker between them, so a
-    stat section ends at its ``softirq`` line (the last line of ``/proc/stat``) or at the first
-    line that is not ``key number...``; an interrupts section ends at the next ``===`` line.
+    A snapshot ends as :func:`_snapshot_end` says.
     """
     lines = text.split("\n")
     found: dict[str, str | None] = {
@@ -100,22 +117,8 @@ def proc_sections(text: str) -> dict[str, str | None]:
             continue
         kind = "interrupts" if m.group(1) == "/proc/interrupts" else "stat"
         key = f"{kind}_{m.group(2)}"
-        body: list[str] = []
-        j = i + 1
-        while j < len(lines):
-            line = lines[j]
-            if line.startswith("=== "):
-                break
-            if kind == "stat":
-                if not _STAT_LINE_RE.match(line):
-                    break
-                body.append(line)
-                j += 1
-                if line.startswith("softirq"):
-                    break
-                continue
-            body.append(line)
-            j += 1
+        j = _snapshot_end(lines, i + 1, kind)
+        body = lines[i + 1:j]
         # Drop a blank tail (the console's last empty line).
         while body and not body[-1].strip():
             body.pop()
@@ -206,11 +209,7 @@ def command_output(text: str) -> str | None:
                   if ln.strip() == "=== /proc/interrupts after ===")
     except (StopIteration, ValueError):
         return None
-    i = start + 1
-    while i < end and _STAT_LINE_RE.match(lines[i].rstrip()):
-        i += 1
-        if lines[i - 1].startswith("softirq"):
-            break
+    i = min(_snapshot_end(lines, start + 1, "stat"), end)
     return "\n".join(lines[i:end]) + ("\n" if end > i else "")
 
 
@@ -246,15 +245,5 @@ def guest_messages(text: str) -> str:
             kept.append(lines[i])
             i += 1
             continue
-        # Skip the snapshot as proc_sections delimits it.
-        i += 1
-        while i < len(lines) and not lines[i].startswith("=== "):
-            if m.group(1) == "/proc/stat":
-                if not _STAT_LINE_RE.match(lines[i]):
-                    break
-                i += 1
-                if lines[i - 1].startswith("softirq"):
-                    break
-                continue
-            i += 1
+        i = _snapshot_end(lines, i + 1, "stat" if m.group(1) == "/proc/stat" else "interrupts")
     return "\n".join(kept).strip("\n") + "\n"

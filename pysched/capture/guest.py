@@ -20,7 +20,7 @@ import gzip
 import re
 import shlex
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -111,6 +111,35 @@ class GuestImage:
         return out
 
 
+def _read_optional(path: Path) -> str | None:
+    """The stripped text of ``path``, or None when it does not exist."""
+    return path.read_text().strip() if path.is_file() else None
+
+
+def _locate(d: Path, initramfs: Path, extra: list[Path], guest: str, how: str) -> GuestImage:
+    """The kernel of build directory ``d`` with ``initramfs``, after checking that they and
+    ``extra`` exist.
+
+    Raises
+    ------
+    GuestNotBuiltError
+        Naming every missing file, ``guest`` (what is not built) and ``how`` to build it.
+    """
+    names = [d / "vmlinuz", d / "System.map", d / "kernel-version", initramfs] + extra
+    missing = [p for p in names if not p.is_file()]
+    if missing:
+        raise GuestNotBuiltError(
+            f"{guest} is not built: {', '.join(str(p) for p in missing)} missing; {how}")
+    return GuestImage(
+        directory=d,
+        vmlinuz=d / "vmlinuz",
+        system_map=d / "System.map",
+        initramfs=initramfs,
+        kernel_version=(d / "kernel-version").read_text().strip(),
+        kernel_package_version=_read_optional(d / "kernel-package-version"),
+    )
+
+
 def locate_guest(build_dir: Path | None = None) -> GuestImage:
     """Find the built guest files.
 
@@ -131,32 +160,13 @@ def locate_guest(build_dir: Path | None = None) -> GuestImage:
         ``make setup``.
     """
     d = Path(build_dir) if build_dir is not None else GUEST_BUILD_DIR
-    names = ["vmlinuz", "System.map", "initramfs.cpio.gz", "kernel-version"]
-    missing = [n for n in names if not (d / n).is_file()]
-    if missing:
-        raise GuestNotBuiltError(
-            f"the test guest is not built: {', '.join(str(d / n) for n in missing)} "
-            f"missing; run `make setup` (or `make -C guest busybox-guest`)"
-        )
-    pkg = d / "kernel-package-version"
-    return GuestImage(
-        directory=d,
-        vmlinuz=d / "vmlinuz",
-        system_map=d / "System.map",
-        initramfs=d / "initramfs.cpio.gz",
-        kernel_version=(d / "kernel-version").read_text().strip(),
-        kernel_package_version=pkg.read_text().strip() if pkg.is_file() else None,
-    )
+    return _locate(d, d / "initramfs.cpio.gz", [], "the test guest",
+                   "run `make setup` (or `make -C guest busybox-guest`)")
 
 
 def locate_debian_guest(build_dir: Path | None = None) -> GuestImage:
-    """Find the built Debian guest: the kernel of ``build_dir`` and the image of its
-    ``debian/`` sub-directory.
-
-    Parameters
-    ----------
-    build_dir : Path, optional
-        The guest build directory; default :data:`GUEST_BUILD_DIR`.
+    """Find the built Debian guest: the kernel of ``build_dir`` (as :func:`locate_guest`)
+    and the image of its ``debian/`` sub-directory.
 
     Returns
     -------
@@ -170,29 +180,20 @@ def locate_debian_guest(build_dir: Path | None = None) -> GuestImage:
     """
     d = Path(build_dir) if build_dir is not None else GUEST_BUILD_DIR
     dd = d / "debian"
-    names = [d / "vmlinuz", d / "System.map", d / "kernel-version", dd / "root.img",
-             dd / "initrd.cpio.gz", dd / "ssh" / "id_ed25519", dd / "ssh" / "guest_host_key.pub"]
-    missing = [p for p in names if not p.is_file()]
-    if missing:
-        raise GuestNotBuiltError(
-            f"the Debian guest is not built: {', '.join(str(p) for p in missing)} missing; "
-            "run `make guest` (after `make setup`), or use --guest busybox for the test guest"
-        )
-    pkg = d / "kernel-package-version"
-    sha = dd / "recipe.sha"
-    return GuestImage(
+    ssh = dd / "ssh"
+    kernel = _locate(
+        d, dd / "initrd.cpio.gz", [dd / "root.img", ssh / "id_ed25519", ssh / "guest_host_key.pub"],
+        "the Debian guest",
+        "run `make guest` (after `make setup`), or use --guest busybox for the test guest")
+    return replace(
+        kernel,
         directory=dd,
-        vmlinuz=d / "vmlinuz",
-        system_map=d / "System.map",
-        initramfs=dd / "initrd.cpio.gz",
-        kernel_version=(d / "kernel-version").read_text().strip(),
-        kernel_package_version=pkg.read_text().strip() if pkg.is_file() else None,
         kind="debian",
         disk=dd / "root.img",
-        recipe_sha=sha.read_text().strip() if sha.is_file() else None,
+        recipe_sha=_read_optional(dd / "recipe.sha"),
         packages_lock=dd / "packages.lock",
-        ssh_key=dd / "ssh" / "id_ed25519",
-        ssh_host_key=dd / "ssh" / "guest_host_key.pub",
+        ssh_key=ssh / "id_ed25519",
+        ssh_host_key=ssh / "guest_host_key.pub",
     )
 
 
