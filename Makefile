@@ -15,7 +15,7 @@ TRACE_ARGS ?=
 # The shipped traces: each vCPU at least 20 epochs of 6 M instructions (125 M > 120 M), exec
 # parts re-encoded at zstd 19 to stay under 25 MB a trace.
 DATA_WORKLOADS := find apache filesrv dss
-DATA_ARGS := --vcpus 2 --roi-insns 125M --compact 19
+DATA_ARGS := --vcpus 2 --roi-insns 130M --compact 19
 # One short trace with data accesses (the mem table, about 0.54 byte an instruction) for the
 # cache models' d-cache side and benchmark: 14 M instructions a vCPU keep it under 20 MB.
 DATA_MEM_WORKLOAD := dss

@@ -9,7 +9,11 @@
 set -eu
 dir=$1 out=$2
 find "$dir" -mindepth 1 -exec touch -h -d @0 {} +
+# Two steps, not one pipe: dash has no pipefail, and a failed cpio must not leave an empty
+# archive behind gzip's success.
 (cd "$dir" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --reproducible --quiet) \
-  | gzip -9n > "$out.tmp"
+  > "$out.cpio.tmp" || { rm -f "$out.cpio.tmp"; echo "guest: cpio failed archiving $dir" >&2; exit 1; }
+gzip -9n < "$out.cpio.tmp" > "$out.tmp"
+rm -f "$out.cpio.tmp"
 mv "$out.tmp" "$out"
 echo "guest: $out ($(stat -c %s "$out") bytes)"

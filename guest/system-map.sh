@@ -26,13 +26,13 @@ qemu=${QEMU:-qemu-system-x86_64}
 # traced boots see.
 text_base=ffffffff81000000
 
-[ -f "$vmlinuz" ] || die "$vmlinuz is missing"
-[ -x "$busybox" ] || die "$busybox is missing: install busybox-static (make setup does)"
-command -v "$qemu" >/dev/null || die "$qemu is not installed (make setup installs it)"
 case " $append " in
 *" nokaslr "*) ;;
 *) die "the kernel command line '$append' lacks nokaslr: the addresses would change every boot" ;;
 esac
+[ -f "$vmlinuz" ] || die "$vmlinuz is missing"
+[ -x "$busybox" ] || die "$busybox is missing: install busybox-static (make setup does)"
+command -v "$qemu" >/dev/null || die "$qemu is not installed (make setup installs it)"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/pysched-sysmap.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT

@@ -1098,6 +1098,10 @@ static void finish(void)
     done = true;
     S.open_at_exit = S.tracing;
     S.tracing = false;
+    /* The bound ended the region but QEMU exited before on_reset ran: count it here. */
+    if (S.roi_insns && S.vcpus_done == S.nvcpus && S.mode == MODE_FULL) {
+        S.n_bound_ends++;
+    }
     close_window();
     Job *stop = g_new0(Job, 1);
     g_async_queue_push(S.queue, stop);

@@ -78,3 +78,21 @@ def test_cpio_archives_are_reproducible(tmp_path: Path) -> None:
     listing = subprocess.run(["sh", "-c", f"zcat {tmp_path / 'a0.cpio.gz'} | cpio -t --quiet"],
                              capture_output=True, text=True, check=True).stdout.split()
     assert listing == ["bin", "bin/tool", "init"]
+
+
+def test_cpio_failure_fails_the_archive(tmp_path: Path) -> None:
+    # A cpio that fails (here: a stand-in on PATH) must fail the script and leave no archive,
+    # not a valid gzip of nothing that the guest would only reject at boot.
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "cpio").write_text("#!/bin/sh\nexit 3\n")
+    (fake / "cpio").chmod(0o755)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "init").write_text("#!/bin/sh\n")
+    out = tmp_path / "a.cpio.gz"
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
+    r = subprocess.run([str(GUEST_SRC / "cpio-gz.sh"), str(tree), str(out)], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "cpio failed" in r.stderr
+    assert not out.exists() and not list(tmp_path.glob("a.cpio*"))

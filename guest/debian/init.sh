@@ -65,7 +65,7 @@ cmd)
         if kill -0 "$cmd" 2>/dev/null; then
             roi_stop
             kill "$cmd"
-            echo "pysched: the command was stopped at the instruction bound"
+            echo "pysched: the command was stopped when the region ended (the instruction bound, or the time backstop)"
             rc=0
         else
             wait "$cmd"

@@ -26,7 +26,7 @@ def _count(text: str) -> int:
         if t and t[-1] in scale:
             return int(float(t[:-1]) * scale[t[-1]])
         return int(t)
-    except ValueError:
+    except (ValueError, OverflowError):
         raise argparse.ArgumentTypeError(f"not an instruction count: {text!r}") from None
 
 
@@ -77,6 +77,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"pysched analyse: two traces have the same name ({names}); their results "
               "would overwrite each other", file=sys.stderr)
         return 2
+    # A results directory that cannot be written is found before minutes of analysis.
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+        probe = args.out / ".pysched-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        print(f"pysched analyse: --out {args.out}: cannot write there ({exc.strerror or exc})",
+              file=sys.stderr)
+        return 2
     analyses = []
     for t in traces:
         t0 = time.perf_counter()
@@ -85,7 +95,11 @@ def run(args: argparse.Namespace) -> int:
         except (TraceError, FileNotFoundError) as exc:
             print(f"pysched analyse: {t}: {exc}", file=sys.stderr)
             return 1
-        write_trace(a, opts, args.out)
+        try:
+            write_trace(a, opts, args.out)
+        except OSError as exc:
+            print(f"pysched analyse: writing {args.out / a.name}: {exc}", file=sys.stderr)
+            return 1
         analyses.append(a)
         b = a.breakup.paper_fractions()
         print(f"{t}: {a.seg.total_insns:,} instructions, {len(a.epochs)} epochs, "
@@ -93,6 +107,10 @@ def run(args: argparse.Namespace) -> int:
               f"{100 * b['application']:.1f} %, system calls {100 * b['syscall']:.1f} %, "
               f"interrupts {100 * b['interrupt']:.1f} %, bottom halves "
               f"{100 * b['bottom_half']:.1f} % ({time.perf_counter() - t0:.1f} s)")
-    write_overview(analyses, opts, args.out)
+    try:
+        write_overview(analyses, opts, args.out)
+    except OSError as exc:
+        print(f"pysched analyse: writing {args.out}: {exc}", file=sys.stderr)
+        return 1
     print(f"results in {args.out}/ (summary.md, summary.json, figures, per-trace tables)")
     return 0

@@ -45,6 +45,9 @@ def write_trace(a: TraceAnalysis, opts: AnalysisOptions, out: Path) -> None:
     """Tables and figures of one trace into ``out / a.name``."""
     d = out / a.name
     d.mkdir(parents=True, exist_ok=True)
+    # Files only some traces have: never leave an earlier run's beside this one's.
+    for f in ("overlap.csv", "heatmaps.png", "overlap.png"):
+        (d / f).unlink(missing_ok=True)
     seg = a.seg
     inst = seg.instances.copy()
     inst["category"] = inst["category"].astype(int)
@@ -82,6 +85,7 @@ def write_overview(analyses: Sequence[TraceAnalysis], opts: AnalysisOptions, out
     plot_breakup({a.name: a.breakup for a in analyses}, ax=ax)
     _save(fig, out / "breakup.png")
     sims = {a.name: a.similarity for a in analyses if len(a.similarity)}
+    (out / "similarity.png").unlink(missing_ok=True)
     if sims:
         fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
         plot_similarity(sims, ax=ax)
