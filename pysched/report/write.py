@@ -36,6 +36,11 @@ from .paper import SIMILARITY_TEXT, TAU_TEXT, breakup_text  # noqa: E402
 _CATEGORIES = ("application", "syscall", "interrupt", "bottom_half", "kernel_thread", "unknown")
 
 
+def _hex(functype: int) -> str:
+    """A superFuncType as CSV text: 64 bits do not survive a round trip through floats."""
+    return f"0x{int(functype):016x}"
+
+
 def _save(fig: plt.Figure, path: Path) -> None:
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -55,17 +60,16 @@ def write_trace(a: TraceAnalysis, opts: AnalysisOptions, out: Path) -> None:
     seg.pieces.to_parquet(d / "pieces.parquet", index=False)
     types = seg.types.copy()
     types["category"] = types["category"].astype(int)
-    types["type"] = types["type"].map(lambda t: f"0x{int(t):016x}")
+    types["type"] = types["type"].map(_hex)
     types.sort_values("insns", ascending=False).to_csv(d / "types.csv", index=False)
     ep = a.epochs.copy()
-    ep.columns = [f"0x{int(t):016x}" for t in ep.columns]
+    ep.columns = [_hex(t) for t in ep.columns]
     ep.to_csv(d / "epoch-breakup.csv")
     a.similarity.to_csv(d / "similarity.csv")
     a.tau.to_csv(d / "tau.csv", index=False)
     if a.pages is not None and len(a.pages):
         table = overlap_table(a.pages, opts.bloom_bits)
-        table.assign(type=table["type"].map(lambda t: f"0x{int(t):016x}"),
-                     other=table["other"].map(lambda t: f"0x{int(t):016x}")
+        table.assign(type=table["type"].map(_hex), other=table["other"].map(_hex)
                      ).to_csv(d / "overlap.csv", index=False)
         n = min(len(a.pages), 40)
         fig, ax = plt.subplots(figsize=(9, 0.2 * n + 1.5), layout="constrained")
