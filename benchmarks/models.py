@@ -11,9 +11,13 @@ b. the whole hierarchy of one core (Table 2: L1i, L1d, L2, L3); pysched's :class
    maximal run of instruction fetches (L1i) or data accesses (L1d) since its split first level
    cannot take one interleaved array.
 
-Each figure is the best of ``--repeat`` runs from cold caches; conversions to pycachesim's
-input lists are done before timing. Counts must match exactly (hits, misses, write-backs per
-level). Targets: >= 100 M accesses/s for (a), >= 40 M/s for (b), >= 3x pycachesim.
+Each figure is the best of ``--repeat`` runs from cold caches (this VM's speed drifts by up to
+2x within minutes; the best run is the one least disturbed). The runs of pysched and
+pycachesim alternate, so both see the same conditions. Conversions to pycachesim's input lists
+are done before timing. BLAS threads are limited to one: the models are single-threaded, and
+OpenBLAS's waiting threads took CPU time in a profile of this benchmark. Counts must match
+exactly (hits, misses, write-backs per level). Targets: >= 100 M accesses/s for (a), >= 40 M/s
+for (b), >= 3x pycachesim.
 
 The trace: ``data/dss-mem`` by default, the shipped trace recorded with data accesses
 (``make data``: TPC-H query 2 on SQLite, 2 vCPUs, 14 M instructions each, the ``mem`` table of
@@ -28,6 +32,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy is imported
 import platform
 import sys
 import time
@@ -54,13 +60,15 @@ def check_trace(path: Path) -> Path:
     return path
 
 
-def best_of(repeat: int, fn) -> tuple[float, object]:
-    """Minimum wall time of ``fn()`` (which builds its state, then returns (t0, result))."""
-    times, res = [], None
+def best_of(repeat: int, *fns) -> list[tuple[float, object]]:
+    """Minimum wall time of each ``fn()`` (which builds its state, then returns (t0,
+    result)) over ``repeat`` rounds that run every function once, in turn."""
+    best = [(float("inf"), None)] * len(fns)
     for _ in range(repeat):
-        t0, res = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), res
+        for i, fn in enumerate(fns):
+            t0, res = fn()
+            best[i] = min(best[i], (time.perf_counter() - t0, res), key=lambda b: b[0])
+    return best
 
 
 def main() -> None:
@@ -70,7 +78,7 @@ def main() -> None:
                     help="a trace recorded with --data-accesses (default data/dss-mem)")
     ap.add_argument("--rows", type=int, default=None,
                     help="exec rows of vCPU 0 to expand (default all: the whole vCPU)")
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
 
     path = check_trace(args.trace)
@@ -103,8 +111,7 @@ def main() -> None:
         r.execute(calls)
         return t, r
 
-    t_l1, c = best_of(args.repeat, ours_l1)
-    t_l1_ref, r = best_of(args.repeat, ref_l1)
+    (t_l1, c), (t_l1_ref, r) = best_of(args.repeat, ours_l1, ref_l1)
     rc = r.counts()
     l1_same = (c.stats.hits(), c.stats.misses(), c.stats.writebacks) == \
         (rc["HIT"], rc["MISS"], rc["EVICT"])
@@ -127,8 +134,7 @@ def main() -> None:
         r.execute(calls)
         return t, r
 
-    t_h, h = best_of(args.repeat, ours_h)
-    t_h_ref, rh = best_of(args.repeat, ref_h)
+    (t_h, h), (t_h_ref, rh) = best_of(args.repeat, ours_h, ref_h)
     oc, tc = our_counts(h.stats), rh.counts()
     h_same = oc == tc
     print(f"hierarchy: pysched {n / t_h / 1e6:.1f} M/s, pycachesim {n / t_h_ref / 1e6:.1f} M/s, "

@@ -15,9 +15,11 @@ from pysched.models.stats import CacheStats
 LINE = 64
 
 
-def small_hier(policy="lru", cores=1, inclusive=False, coherence=False, seed=1):
-    return HierarchyConfig(l1i=CacheConfig(256, 2, LINE, 3, policy),
-                           l1d=CacheConfig(256, 2, LINE, 3, policy),
+def small_hier(policy="lru", cores=1, inclusive=False, coherence=False, seed=1, l1_ways=2):
+    # 2 sets per L1; 4 ways take the kernels' 4-way LRU path (policies.lru.access4)
+    l1 = 2 * l1_ways * LINE
+    return HierarchyConfig(l1i=CacheConfig(l1, l1_ways, LINE, 3, policy),
+                           l1d=CacheConfig(l1, l1_ways, LINE, 3, policy),
                            l2=CacheConfig(1024, 4, LINE, 8, policy),
                            l3=CacheConfig(2048, 4, LINE, 18, policy),
                            cores=cores, inclusive=inclusive, coherence=coherence, seed=seed)
@@ -123,9 +125,11 @@ def test_hierarchy_hand_made():
 @pytest.mark.parametrize("policy", ["lru", "fifo", "random"])
 @pytest.mark.parametrize("inclusive", [False, True])
 @pytest.mark.parametrize("coherence", [False, True])
-def test_hierarchy_random_streams(policy, inclusive, coherence):
+@pytest.mark.parametrize("l1_ways", [2, 4])
+def test_hierarchy_random_streams(policy, inclusive, coherence, l1_ways):
     rng = np.random.default_rng(11)
-    cfg = small_hier(policy, cores=2, inclusive=inclusive, coherence=coherence, seed=3)
+    cfg = small_hier(policy, cores=2, inclusive=inclusive, coherence=coherence, seed=3,
+                     l1_ways=l1_ways)
     streams = []
     for epoch in range(6):
         core = epoch % 2
@@ -147,10 +151,10 @@ def test_hierarchy_random_streams(policy, inclusive, coherence):
 
 @given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 60), st.integers(0, 2)),
                 max_size=150),
-       st.booleans(), st.booleans())
+       st.booleans(), st.booleans(), st.sampled_from([2, 4]))
 @settings(max_examples=60, deadline=None)
-def test_hierarchy_hypothesis(ops, inclusive, coherence):
-    cfg = small_hier("lru", cores=2, inclusive=inclusive, coherence=coherence)
+def test_hierarchy_hypothesis(ops, inclusive, coherence, l1_ways):
+    cfg = small_hier("lru", cores=2, inclusive=inclusive, coherence=coherence, l1_ways=l1_ways)
     h = Hierarchy(cfg)
     twin = SlowHierarchy(cfg, 2)
     for core, line, kind in ops:

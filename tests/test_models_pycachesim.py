@@ -19,9 +19,10 @@ from pysched.models.caches.reference import (  # noqa: E402
 
 
 @pytest.mark.parametrize("policy", ["lru", "fifo"])
-def test_pycachesim_hierarchy_identical_per_level(policy):
+@pytest.mark.parametrize("l1_ways", [2, 4])
+def test_pycachesim_hierarchy_identical_per_level(policy, l1_ways):
     rng = np.random.default_rng(5)
-    cfg = small_hier(policy)
+    cfg = small_hier(policy, l1_ways=l1_ways)
     addr, kind = local_stream(rng, 20000, lines=400)
     h = Hierarchy(cfg)
     h.run(0, addr, kind)

@@ -70,6 +70,26 @@ def _put_dirty(tags: np.ndarray, dirty: np.ndarray, base: int, ways: int, policy
     return 0, v, vd
 
 
+@numba.njit(cache=True, inline="always")
+def _access_past_front(tags: np.ndarray, dirty: np.ndarray, rng: np.ndarray, base: int,
+                       ways: int, policy: int, line: int,
+                       st: int) -> tuple[int, int, int, int]:
+    """A demand access to a set whose front way does not hold ``line``: look it up, then
+    apply the policy's hit or fill. Returns ``(hit, old_dirty, victim, victim_dirty)`` as
+    :func:`.policies.lru.access4`, which serves 4-way LRU sets (Table 2's L1s)."""
+    if policy == policies.LRU and ways == 4:
+        return policies.lru.access4(tags, dirty, base, line, st)
+    i = _find(tags, base + 1, ways - 1, line)
+    if i >= 0:
+        old = int(dirty[i])
+        if st:
+            dirty[i] = 1
+        policies.on_hit(policy, tags, dirty, base, i)
+        return 1, old, -1, 0
+    v, vd = policies.fill(policy, tags, dirty, base, ways, line, st, rng)
+    return 0, 0, v, vd
+
+
 # --- a single cache over a stream ---------------------------------------------------------
 
 @numba.njit(cache=True, nogil=True)
@@ -81,12 +101,13 @@ def _run_cache(tags: np.ndarray, dirty: np.ndarray, rng: np.ndarray, mask: int, 
     ``hit_out[n]`` gets 1 for a hit; ``counts[cls, store, hit]`` and ``events[0]`` (dirty
     evictions) are incremented.
     """
+    writebacks = 0
     for n in range(addr.shape[0]):
         line = np.int64(addr[n] >> np.uint64(shift))
         base = (line & mask) * ways
         st = store[n]
-        # This hit path is spelled out again in _run_hierarchy on purpose: one inlined helper
-        # for both (returning the dirty bit or -1) made both kernels 5-7x slower.
+        # This front-way test is spelled out again in _run_hierarchy on purpose: one inlined
+        # helper for both (returning the dirty bit or -1) made both kernels 5-7x slower.
         if tags[base] == line:
             # Hit in the first way: no policy moves anything. With LRU this is the most
             # recently used line, the common case; keeping it free of loops keeps it fast.
@@ -94,26 +115,11 @@ def _run_cache(tags: np.ndarray, dirty: np.ndarray, rng: np.ndarray, mask: int, 
                 dirty[base] = 1
             hit = 1
         else:
-            i = _find(tags, base + 1, ways - 1, line)
-            if i >= 0:
-                if st:
-                    dirty[i] = 1
-                policies.on_hit(policy, tags, dirty, base, i)
-                hit = 1
-            else:
-                _single_miss(tags, dirty, rng, base, ways, policy, line, st, events)
-                hit = 0
+            hit, _, v, vd = _access_past_front(tags, dirty, rng, base, ways, policy, line, st)
+            writebacks += (v >= 0) & (vd != 0)
         hit_out[n] = hit
         counts[cls[n], st, hit] += 1
-
-
-@numba.njit(cache=True)
-def _single_miss(tags: np.ndarray, dirty: np.ndarray, rng: np.ndarray, base: int, ways: int,
-                 policy: int, line: int, st: int, events: np.ndarray) -> None:
-    """Fill after a miss of a single cache; counts a dirty eviction."""
-    old, old_dirty = policies.fill(policy, tags, dirty, base, ways, line, st, rng)
-    if old >= 0 and old_dirty:
-        events[0] += 1
+    events[0] += writebacks
 
 
 # --- the hierarchy ------------------------------------------------------------------------
@@ -155,14 +161,15 @@ def _l3_evicted(tags, dirty, off, geo, cores, inclusive, c, victim, victim_dirty
         events[c, EV_WB_L3] += 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _l3_writeback(tags, dirty, off, geo, cores, inclusive, rng, c, line, events):
     """A dirty ``line`` arrives at the L3."""
     hit, v, vd = _put_dirty(tags, dirty, _base(off, geo, cores, 3, c, line), geo[3, G_WAYS],
                             geo[3, G_POLICY], line, rng)
     if not hit:
         events[c, EV_WBMISS_L3] += 1
-        _l3_evicted(tags, dirty, off, geo, cores, inclusive, c, v, vd, events)
+        if v >= 0 and (vd or inclusive):
+            _l3_evicted(tags, dirty, off, geo, cores, inclusive, c, v, vd, events)
 
 
 @numba.njit(cache=True)
@@ -182,7 +189,7 @@ def _l2_evicted(tags, dirty, off, geo, cores, inclusive, rng, c, victim,
                       events)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _l2_writeback(tags, dirty, off, geo, cores, inclusive, rng, c, line, events):
     """A dirty ``line`` evicted from core ``c``'s L1d arrives at its L2."""
     # Same shape as _l3_writeback, kept apart: one function for both levels would call itself
@@ -192,7 +199,8 @@ def _l2_writeback(tags, dirty, off, geo, cores, inclusive, rng, c, line, events)
                             geo[2, G_POLICY], line, rng)
     if not hit:
         events[c, EV_WBMISS_L2] += 1
-        _l2_evicted(tags, dirty, off, geo, cores, inclusive, rng, c, v, vd, events)
+        if v >= 0 and (vd or inclusive):
+            _l2_evicted(tags, dirty, off, geo, cores, inclusive, rng, c, v, vd, events)
 
 
 @numba.njit(cache=True)
@@ -226,37 +234,41 @@ def _invalidate_remote(tags, dirty, off, geo, cores, inclusive, rng, c, line,
             _l3_writeback(tags, dirty, off, geo, cores, inclusive, rng, c, line, events)
 
 
-@numba.njit(cache=True)
-def _miss(tags, dirty, off, geo, cores, inclusive, coherence, rng, c, line, st, p1, b1, w1,
-          events):
-    """An L1 miss of core ``c``: look up the L2 and L3, fill on the way back; return the level
-    that served it."""
+@numba.njit(cache=True, inline="always")
+def _below_l1(tags, dirty, off, geo, cores, inclusive, coherence, rng, c, line, st, events):
+    """An L1 miss of core ``c``: look up the L2 and L3 and fill them on the way back (the L1
+    itself is filled by the caller); return the level that served it."""
     b2 = _base(off, geo, cores, 2, c, line)
     w2 = geo[2, G_WAYS]
     j = _find(tags, b2, w2, line)
     if j >= 0:
         policies.on_hit(geo[2, G_POLICY], tags, dirty, b2, j)
-        s = 1
+        return 1
+    b3 = _base(off, geo, cores, 3, c, line)
+    w3 = geo[3, G_WAYS]
+    j3 = _find(tags, b3, w3, line)
+    if j3 >= 0:
+        policies.on_hit(geo[3, G_POLICY], tags, dirty, b3, j3)
+        s = 2
     else:
-        b3 = _base(off, geo, cores, 3, c, line)
-        w3 = geo[3, G_WAYS]
-        j3 = _find(tags, b3, w3, line)
-        if j3 >= 0:
-            policies.on_hit(geo[3, G_POLICY], tags, dirty, b3, j3)
-            s = 2
-        else:
-            s = 3
-            v, vd = policies.fill(geo[3, G_POLICY], tags, dirty, b3, w3, line, 0, rng)
+        s = 3
+        v, vd = policies.fill(geo[3, G_POLICY], tags, dirty, b3, w3, line, 0, rng)
+        # (calls only when there is something to do: each costs ~100 ns)
+        if v >= 0 and (vd or inclusive):
             _l3_evicted(tags, dirty, off, geo, cores, inclusive, c, v, vd, events)
-        if coherence and not st:
-            _clean_remote(tags, dirty, off, geo, cores, inclusive, rng, c, line, events)
-        v, vd = policies.fill(geo[2, G_POLICY], tags, dirty, b2, w2, line, 0, rng)
+    if coherence and not st:
+        _clean_remote(tags, dirty, off, geo, cores, inclusive, rng, c, line, events)
+    v, vd = policies.fill(geo[2, G_POLICY], tags, dirty, b2, w2, line, 0, rng)
+    if v >= 0 and (vd or inclusive):
         _l2_evicted(tags, dirty, off, geo, cores, inclusive, rng, c, v, vd, events)
-    v, vd = policies.fill(geo[p1, G_POLICY], tags, dirty, b1, w1, line, st, rng)
-    if v >= 0 and vd:
-        events[c, EV_WB_L1D] += 1
-        _l2_writeback(tags, dirty, off, geo, cores, inclusive, rng, c, v, events)
     return s
+
+
+@numba.njit(cache=True, inline="always")
+def _l1d_writeback(tags, dirty, off, geo, cores, inclusive, rng, c, victim, events):
+    """Core ``c``'s L1d evicted the dirty line ``victim``: it goes to the L2."""
+    events[c, EV_WB_L1D] += 1
+    _l2_writeback(tags, dirty, off, geo, cores, inclusive, rng, c, victim, events)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -270,11 +282,18 @@ def _run_hierarchy(tags: np.ndarray, dirty: np.ndarray, off: np.ndarray, geo: np
     ``served[core, cls, kind, level]`` and ``events[core, e]`` are incremented.
     """
     c = core
-    # The L1 hit path is most accesses: keep its geometry in locals.
-    o1 = (off[c], off[cores + c])
-    m1 = (geo[0, G_MASK], geo[1, G_MASK])
-    w1s = (geo[0, G_WAYS], geo[1, G_WAYS])
-    pol1 = (geo[0, G_POLICY], geo[1, G_POLICY])
+    # The L1 hit path is most accesses: its geometry in small arrays indexed by L1i (0) or
+    # L1d (1). Not tuples: numba indexes a tuple with a switch, a branch that fetches and data
+    # accesses in turn would mispredict.
+    o1 = np.array([off[c], off[cores + c]])
+    m1 = geo[:2, G_MASK].copy()
+    w1s = geo[:2, G_WAYS].copy()
+    pol1 = geo[:2, G_POLICY].copy()
+    # Whether an L1 may be filled before the levels below are looked up, which is faster (one
+    # pass over the set, see _access_past_front). Not when an inclusive L2 may back-invalidate
+    # lines of that very set meanwhile, nor under random replacement (the levels share one
+    # generator, whose draws must come in the order L3, L2, L1).
+    early = (pol1 != policies.RANDOM) & (not inclusive)
     for n in range(addr.shape[0]):
         line = np.int64(addr[n] >> np.uint64(shift))
         k = np.int64(kind[n])
@@ -289,6 +308,17 @@ def _run_hierarchy(tags: np.ndarray, dirty: np.ndarray, off: np.ndarray, geo: np
                 was_dirty = int(dirty[b1])
                 dirty[b1] = 1
             s = 0
+        elif early[p1]:
+            hit, was_dirty, v, vd = _access_past_front(tags, dirty, rng, b1, w1, pol1[p1],
+                                                       line, st)
+            s = 0
+            if not hit:
+                s = _below_l1(tags, dirty, off, geo, cores, inclusive, coherence, rng, c, line,
+                              st, events)
+                # tested here, not in the callee: a numba call costs ~100 ns (its array
+                # arguments), and most victims are clean
+                if v >= 0 and vd:
+                    _l1d_writeback(tags, dirty, off, geo, cores, inclusive, rng, c, v, events)
         else:
             i = _find(tags, b1 + 1, w1 - 1, line)
             if i >= 0:
@@ -298,8 +328,11 @@ def _run_hierarchy(tags: np.ndarray, dirty: np.ndarray, off: np.ndarray, geo: np
                 policies.on_hit(pol1[p1], tags, dirty, b1, i)
                 s = 0
             else:
-                s = _miss(tags, dirty, off, geo, cores, inclusive, coherence, rng, c, line, st,
-                          p1, b1, w1, events)
+                s = _below_l1(tags, dirty, off, geo, cores, inclusive, coherence, rng, c, line,
+                              st, events)
+                v, vd = policies.fill(pol1[p1], tags, dirty, b1, w1, line, st, rng)
+                if v >= 0 and vd:
+                    _l1d_writeback(tags, dirty, off, geo, cores, inclusive, rng, c, v, events)
         if st and coherence and not was_dirty:
             _invalidate_remote(tags, dirty, off, geo, cores, inclusive, rng, c, line, events)
         served_out[n] = s
