@@ -116,11 +116,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also record every data load and store (plugin data=on)")
     parser.add_argument("--icount", type=int, nargs="?", const=0, default=None,
                         metavar="SHIFT", help="drive the guest clock by instructions, one "
-                        "per 2**SHIFT ns (default SHIFT 0), so the timer-interrupt rate does not "
-                        "depend on how slowly the traced guest runs (e.g. with "
-                        "--data-accesses); vCPUs then take turns on one host thread, and most "
-                        "ticks land on vCPU 0 (see data/README.md). Default: host time, vCPUs "
-                        "in parallel")
+                        "per 2**SHIFT ns (default SHIFT 0: a 1 GHz, 1-IPC guest), so timer "
+                        "interrupts per instruction do not depend on how slowly the traced "
+                        "guest runs (e.g. with --data-accesses); vCPUs then share one host "
+                        "thread. Default: host time, vCPUs in parallel")
     parser.add_argument("--compact", type=int, nargs="?", const=COMPACT_LEVEL, default=None,
                         metavar="LEVEL", help="after the run, recompress the exec table at "
                         f"zstd LEVEL (default {COMPACT_LEVEL}; the plugin writes level 1): "
