@@ -221,19 +221,6 @@ def test_plugin_options_and_argv(tmp_path: Path) -> None:
     assert argv[argv.index("-m") + 1] == "512M"
     assert "-no-reboot" in argv and "-nographic" in argv
     assert "-plugin" not in qm.qemu_argv(Path("/k"), Path("/i"), 512, 1)
-    assert argv[argv.index("-accel") + 1] == "tcg,thread=multi" and "-icount" not in argv
-
-
-def test_icount_argv() -> None:
-    argv = qm.qemu_argv(Path("/k"), Path("/i"), 512, 2, icount=0)
-    # icount needs the vCPUs on one host thread
-    assert argv[argv.index("-accel") + 1] == "tcg,thread=single"
-    assert argv[argv.index("-icount") + 1] == "shift=0"
-    assert qm.qemu_argv(Path("/k"), Path("/i"), 512, 2, icount=3)[argv.index("-icount") + 1] \
-        == "shift=3"
-    for bad in (-1, qm.MAX_ICOUNT_SHIFT + 1, 1.5):
-        with pytest.raises(ValueError, match="icount shift"):
-            qm.qemu_argv(Path("/k"), Path("/i"), 512, 2, icount=bad)
 
 
 # --- pysched trace ------------------------------------------------------------------------------
@@ -298,16 +285,6 @@ def test_trace_defaults(tmp_path: Path) -> None:
     assert (a.vcpus, a.ram, a.timeout, a.roi, a.data_accesses) == (2, "512M", 600.0,
                                                                    "marker", False)
     assert a.plugin is None and a.no_plugin is False
-
-
-def test_trace_icount_option(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    assert _args(tmp_path / "o").icount is None
-    parser = argparse.ArgumentParser()
-    cmdmod.add_arguments(parser)
-    assert parser.parse_args(["--cmd", "true", "--icount"]).icount == 0   # SHIFT optional
-    assert cmdmod.run(_args(tmp_path / "o", icount=11)) == cmdmod.EXIT_USAGE
-    assert "--icount SHIFT must be in 0..10 (got 11)" in capsys.readouterr().err
-    assert not (tmp_path / "o").exists()
 
 
 def test_trace_refuses_non_empty_out(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -114,12 +114,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         f"(default {wl.DEFAULT_WARMUP_SECONDS:g})")
     parser.add_argument("--data-accesses", action="store_true",
                         help="also record every data load and store (plugin data=on)")
-    parser.add_argument("--icount", type=int, nargs="?", const=0, default=None,
-                        metavar="SHIFT", help="drive the guest clock by instructions, one "
-                        "per 2**SHIFT ns (default SHIFT 0: a 1 GHz, 1-IPC guest), so timer "
-                        "interrupts per instruction do not depend on how slowly the traced "
-                        "guest runs (e.g. with --data-accesses); vCPUs then share one host "
-                        "thread. Default: host time, vCPUs in parallel")
     parser.add_argument("--compact", type=int, nargs="?", const=COMPACT_LEVEL, default=None,
                         metavar="LEVEL", help="after the run, recompress the exec table at "
                         f"zstd LEVEL (default {COMPACT_LEVEL}; the plugin writes level 1): "
@@ -301,9 +295,6 @@ def plan_run(args: argparse.Namespace) -> RunPlan:
     out = check_out_dir(args.out)
     if args.vcpus < 1:
         raise TraceUsageError(f"--vcpus must be at least 1 (got {args.vcpus})")
-    if args.icount is not None and not 0 <= args.icount <= qm.MAX_ICOUNT_SHIFT:
-        raise TraceUsageError(f"--icount SHIFT must be in 0..{qm.MAX_ICOUNT_SHIFT} "
-                              f"(got {args.icount})")
     if args.timeout <= 0:
         raise TraceUsageError(f"--timeout must be positive (got {args.timeout})")
     if args.boot_retries < 0:
@@ -461,7 +452,7 @@ def run(args: argparse.Namespace) -> int:
             gst.write_initrd(guest.initramfs, gst.cmd_archive(args.cmd), initrd)
             devices = []
         argv = qm.qemu_argv(guest.vmlinuz, initrd, plan.ram_mib, args.vcpus, plan.plugin,
-                            plan.options, plan.qemu, devices, args.icount)
+                            plan.options, plan.qemu, devices)
         what = "untraced" if plan.plugin is None else f"roi={args.roi}"
         name = plan.workload.name if plan.workload is not None else "--cmd"
         print(f"pysched trace: booting the {guest.kind} guest for {name} ({args.vcpus} vCPUs, "
@@ -479,8 +470,7 @@ def run(args: argparse.Namespace) -> int:
                 result = qm.run_qemu(argv, console_path, out / QEMU_STDERR_LOG, args.timeout,
                                      con.BEGIN_MARK.encode(), plan.boot_timeout,
                                      poll=monitor.poll if monitor is not None else None,
-                                     env=qemu_env,
-                                     vcpus=args.vcpus if args.icount is None else 1,
+                                     env=qemu_env, vcpus=args.vcpus,
                                      exit_marker=con.EXIT_MARK.encode())
             finally:
                 if monitor is not None:
@@ -519,8 +509,7 @@ def run(args: argparse.Namespace) -> int:
     manifest = build_manifest(
         command=command, date=date, guest=guest, qemu_version=version, plugin=plan.plugin,
         plugin_options=plan.options, vcpus=args.vcpus, ram_mib=plan.ram_mib, roi=args.roi,
-        data_accesses=args.data_accesses, icount=args.icount, timeout=args.timeout, argv=argv,
-        result=result,
+        data_accesses=args.data_accesses, timeout=args.timeout, argv=argv, result=result,
         console_text=text, boot_timeout=plan.boot_timeout, failed_boots=failed_boots,
         workload=plan.workload.name if plan.workload is not None else None,
         workload_summary=plan.workload.summary if plan.workload is not None else None,

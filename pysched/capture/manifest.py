@@ -67,7 +67,6 @@ def build_manifest(
     kernel_symbols: Mapping[str, str | None] | None = None,
     out_dir: Path | None = None,
     compacted: Mapping[str, Any] | None = None,
-    icount: int | None = None,
 ) -> dict[str, Any]:
     """The contents of ``manifest.json``.
 
@@ -120,9 +119,6 @@ def build_manifest(
         None).
     out_dir : Path, optional
         The trace directory, for the per-vCPU instruction counts of a final ``plugin.json``.
-    icount : int, optional
-        The ``-icount`` shift when the guest clock was driven by instructions (None: host
-        time).
     compacted : mapping, optional
         :func:`pysched.capture.compact.compact_trace`'s summary when the exec parts were
         re-encoded.
@@ -169,7 +165,6 @@ def build_manifest(
         "roi": roi,
         "roi_bound": dict(roi_bound or {}),
         "data_accesses": data_accesses,
-        "icount_shift": icount,
         "timeout_seconds": timeout,
         "boot_timeout_seconds": boot_timeout,
         "failed_boots": failed_boots or [],

@@ -26,9 +26,6 @@ QEMU = "qemu-system-x86_64"
 #: with ``-no-reboot`` makes a guest crash end QEMU instead of hanging the run.
 KERNEL_APPEND = "console=ttyS0 nokaslr pti=off quiet panic=-1 loglevel=3"
 
-#: Largest ``-icount`` shift QEMU accepts (one instruction per 2**10 ns).
-MAX_ICOUNT_SHIFT = 10
-
 #: Largest guest RAM the plugin supports (q35 keeps up to 2 GiB in one block below the PCI
 #: hole; see qemu-plugin/README.md).
 MAX_RAM_MIB = 2048
@@ -201,7 +198,6 @@ def qemu_argv(
     options: str | None = None,
     qemu: str = QEMU,
     devices: Sequence[str] = (),
-    icount: int | None = None,
 ) -> list[str]:
     """The full QEMU command line.
 
@@ -221,21 +217,12 @@ def qemu_argv(
         The QEMU executable.
     devices : sequence of str
         More arguments (e.g. :func:`debian_devices`).
-    icount : int, optional
-        Run the guest clock from the instruction count: each instruction takes ``2**icount``
-        ns of guest time (QEMU's ``-icount shift=N``), so timer interrupts come at the same
-        instruction rate however slowly the traced guest runs. QEMU then runs all vCPUs on
-        one host thread (round robin). Default: the guest clock is host time, and vCPUs run
-        in parallel.
 
     Returns
     -------
     list of str
         The argument vector.
     """
-    if icount is not None and not (isinstance(icount, int) and 0 <= icount <= MAX_ICOUNT_SHIFT):
-        raise ValueError(f"icount shift must be an integer in 0..{MAX_ICOUNT_SHIFT}, "
-                         f"got {icount!r}")
     argv = [
         qemu,
         # debug-threads names the vCPU threads "CPU n/TCG", so that run_qemu can find them.
@@ -245,9 +232,7 @@ def qemu_argv(
         "-smp", str(vcpus),
         "-nographic",
         "-no-reboot",
-        # icount cannot run vCPUs on parallel threads
-        "-accel", "tcg,thread=single" if icount is not None else "tcg,thread=multi",
-        *(["-icount", f"shift={icount}"] if icount is not None else []),
+        "-accel", "tcg,thread=multi",
         "-kernel", str(kernel),
         "-initrd", str(initrd),
         "-append", KERNEL_APPEND,
@@ -341,8 +326,7 @@ VCPU_NICE = 10
 
 
 def renice_vcpu_threads(pid: int, nice: int = VCPU_NICE) -> int:
-    """Lower the priority of QEMU's vCPU threads (named ``CPU n/TCG``, or ``ALL CPUs/TCG`` for
-    the one thread that runs them all with icount).
+    """Lower the priority of QEMU's vCPU threads (named ``CPU n/TCG``).
 
     Parameters
     ----------
@@ -363,7 +347,7 @@ def renice_vcpu_threads(pid: int, nice: int = VCPU_NICE) -> int:
         return 0
     for t in tasks:
         try:
-            if (t / "comm").read_text().startswith(("CPU ", "ALL CPUs")):
+            if (t / "comm").read_text().startswith("CPU "):
                 os.setpriority(os.PRIO_PROCESS, int(t.name), nice)
                 changed += 1
         except (OSError, ValueError):
@@ -508,7 +492,6 @@ def qemu_failed_message(result: QemuResult) -> str:
 __all__ = [
     "QEMU",
     "KERNEL_APPEND",
-    "MAX_ICOUNT_SHIFT",
     "MAX_RAM_MIB",
     "QemuResult",
     "debian_devices",
