@@ -80,7 +80,8 @@ clean:
 	rm -rf build out
 	$(MAKE) -C qemu-plugin clean
 
-bench-models: plugin guest
+# Cache models against pycachesim on the shipped data-access trace (no guest or plugin needed).
+bench-models: setup
 	$(PY) benchmarks/models.py --out benchmarks/results/models.json
 
 # SuperFunction segmentation + page heatmaps: instructions/s and peak memory on the largest
