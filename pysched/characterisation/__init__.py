@@ -3,6 +3,8 @@ breakup by category, per-epoch breakups by superFuncType, and their similarity a
 """
 from __future__ import annotations
 
+from pysched import _jitcache  # noqa: F401  (first: ties numba's kernel cache to the sources)
+
 from .breakup import Breakup, epoch_breakups, instruction_breakup
 from .epochs import consecutive_similarity, cosine_similarity, epoch_breakup, steady_state
 from .functions import function_profiles

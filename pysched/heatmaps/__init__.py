@@ -9,6 +9,8 @@ table; and how faithfully each filter size ranks overlaps (Kendall tau-b, Fig 11
 """
 from __future__ import annotations
 
+from pysched import _jitcache  # noqa: F401  (first: ties numba's kernel cache to the sources)
+
 from .bloom import bloom_filters, overlap_matrix, unpack_bits
 from .hashing import DEFAULT_BITS, SIZES, bloom_bit, page_hash
 from .overlap import overlap_table, pair_mask

@@ -8,6 +8,8 @@
 """
 from __future__ import annotations
 
+from pysched import _jitcache  # noqa: F401  (first: ties numba's kernel cache to the sources)
+
 from .caches import Cache, CacheConfig, Hierarchy, HierarchyConfig, access_stream
 from .configio import ConfigError, from_dict, load_config
 from .cores import CoreConfig, big_core, small_core

@@ -7,6 +7,8 @@ and bottom-half instances per thread, with their superFuncTypes (Table 1).
 """
 from __future__ import annotations
 
+from pysched import _jitcache  # noqa: F401  (first: ties numba's kernel cache to the sources)
+
 from .functype import (
     PAPER_CATEGORIES,
     UNKNOWN_TYPE,

@@ -10,6 +10,8 @@ rows (``expand(trace, v, start, stop)``) or walk the exec stream with :func:`exe
 """
 from __future__ import annotations
 
+from pysched import _jitcache  # noqa: F401  (first: ties numba's kernel cache to the sources)
+
 from .blockindex import BlockIndex, block_index
 from .check import check_trace
 from .errors import TraceError
