@@ -59,9 +59,13 @@ def install(package: Path = PACKAGE, digest: str | None = None) -> bool:
     try:
         from numba.core import caching
 
-        bases = (caching.UserProvidedCacheLocator, caching.InTreeCacheLocator,
-                 caching.UserWideCacheLocator)
-        locators = caching.CacheImpl._locator_classes
+        def pick(name: str):
+            # public names in recent numba, underscored in older releases
+            return getattr(caching, name, None) or getattr(caching, "_" + name)
+
+        bases = tuple(pick(n) for n in ("UserProvidedCacheLocator", "InTreeCacheLocator",
+                                        "UserWideCacheLocator"))
+        locators = pick("CacheImpl")._locator_classes
     except (ImportError, AttributeError) as e:
         warnings.warn(f"pysched: cannot tie numba's kernel cache to the sources ({e}); after "
                       f"changing {package}, delete its __pycache__/*.nbi and *.nbc files",
