@@ -112,5 +112,11 @@ def test_instances_start_and_end_where_the_kernel_says(traced: Path, seg) -> Non
     names = {base_name(s) for a, b in zip(sp["start"], sp["stop"])
              for s in syms.symbolize(stream.pc[a:b])}
     assert names and names <= set(SCHEDULER_FUNCTIONS)
-    assert not np.isin(inst["category"], [Category.UNKNOWN]).any() or \
-        inst.loc[inst["category"] == Category.UNKNOWN, "insns"].sum() < 1e5
+    # The only unknown contexts are the bottoms of threads that were inside the kernel when the
+    # trace began (how much they then run varies: 0 to 127,444 instructions seen), and they
+    # are a small share.
+    unknown = inst[inst["category"] == Category.UNKNOWN]
+    first_of_thread = inst.reset_index().groupby("thread_id")["id"].min()
+    assert (unknown["parent"] == -1).all()
+    assert (first_of_thread[unknown["thread_id"]].to_numpy() == unknown.index.to_numpy()).all()
+    assert unknown["insns"].sum() < 0.01 * seg.total_insns
