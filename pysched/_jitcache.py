@@ -46,7 +46,7 @@ def _stamped(base: type, package: Path, digest: str) -> type:
     return Locator
 
 
-_installed: dict[Path, str] = {}
+_installed: set[Path] = set()
 
 
 def install(package: Path = PACKAGE, digest: str | None = None) -> bool:
@@ -74,7 +74,7 @@ def install(package: Path = PACKAGE, digest: str | None = None) -> bool:
     digest = digest or sources_hash(package)
     # in place: numba's cache classes all read this one list
     locators[:0] = [_stamped(b, package, digest) for b in bases]
-    _installed[package] = digest
+    _installed.add(package)
     return True
 
 

@@ -282,18 +282,17 @@ def _run_hierarchy(tags: np.ndarray, dirty: np.ndarray, off: np.ndarray, geo: np
     ``served[core, cls, kind, level]`` and ``events[core, e]`` are incremented.
     """
     c = core
-    # The L1 hit path is most accesses: its geometry in small arrays indexed by L1i (0) or
-    # L1d (1). Not tuples: numba indexes a tuple with a switch, a branch that fetches and data
-    # accesses in turn would mispredict.
-    o1 = np.array([off[c], off[cores + c]])
-    m1 = geo[:2, G_MASK].copy()
-    w1s = geo[:2, G_WAYS].copy()
-    pol1 = geo[:2, G_POLICY].copy()
+    # The L1 hit path is most accesses: keep its geometry in locals.
+    o1 = (off[c], off[cores + c])
+    m1 = (geo[0, G_MASK], geo[1, G_MASK])
+    w1s = (geo[0, G_WAYS], geo[1, G_WAYS])
+    pol1 = (geo[0, G_POLICY], geo[1, G_POLICY])
     # Whether an L1 may be filled before the levels below are looked up, which is faster (one
     # pass over the set, see _access_past_front). Not when an inclusive L2 may back-invalidate
     # lines of that very set meanwhile, nor under random replacement (the levels share one
     # generator, whose draws must come in the order L3, L2, L1).
-    early = (pol1 != policies.RANDOM) & (not inclusive)
+    early = (not inclusive and pol1[0] != policies.RANDOM,
+             not inclusive and pol1[1] != policies.RANDOM)
     for n in range(addr.shape[0]):
         line = np.int64(addr[n] >> np.uint64(shift))
         k = np.int64(kind[n])
