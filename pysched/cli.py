@@ -15,6 +15,8 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("pysched.trace.check", "check a trace directory's invariants"),
     "analyse": ("pysched.report.command",
                 "SuperFunctions, breakups, epoch similarity and page heatmaps of traces"),
+    "evaluate": ("pysched.evaluation.command",
+                 "replay traces under scheduling policies on simulated cores, epoch by epoch"),
 }
 
 

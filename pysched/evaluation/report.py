@@ -1,0 +1,70 @@
+"""Write an evaluation to a directory: per-epoch Parquet, per-run CSV, a summary and plots."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pysched.sandbox.app_events import EVENTS
+
+from .runner import performance
+
+
+def _fmt(x: float, pct: bool = False) -> str:
+    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+        return "-"
+    return f"{100 * x:+.2f} %" if pct else f"{x:.3f}"
+
+
+def summary_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
+    """The summary: one table per (cores, load) with each policy's totals."""
+    lines = ["# Scheduler sandbox: evaluation", ""]
+    have_base = baseline in set(runs["policy"])
+    r = performance(runs, baseline) if have_base else runs.assign(performance=np.nan)
+    lines.append("Performance is the paper's measure (section 6.1): application events per "
+                 "simulated second, where the workload defines events (see below), else "
+                 "instructions per simulated second.")
+    lines.append("")
+    for (cores, load), g in r.groupby(["cores", "load"]):
+        lines.append(f"## {cores} cores, load {load}X")
+        lines.append("")
+        head = ["trace", "policy", "sim. ms", "Ginsn/s", "idle", "i$ app", "i$ OS", "d$ app",
+                "d$ OS", "migr.", "events/s", f"vs {baseline}", "fairness", "wall s"]
+        lines.append("| " + " | ".join(head) + " |")
+        lines.append("|" + "---|" * len(head))
+        for _, x in g.iterrows():
+            lines.append("| " + " | ".join([
+                str(x["trace"]), str(x["policy"]), f"{1e3 * x['elapsed_s']:.2f}",
+                f"{x['throughput'] / 1e9:.2f}", f"{100 * x['idle_fraction']:.1f} %",
+                _fmt(x["icache_app"]), _fmt(x["icache_os"]), _fmt(x["dcache_app"]),
+                _fmt(x["dcache_os"]), str(int(x["migrations"])),
+                f"{x['events_per_s']:.0f}" if x["has_events"] else "-",
+                _fmt(x.get(f"vs_{baseline}", np.nan), pct=True), _fmt(x["fairness"]),
+                f"{x['wall_s']:.1f}"]) + " |")
+        lines.append("")
+    used = sorted(set(runs["workload"]) & set(EVENTS))
+    if used:
+        lines.append("## Application events")
+        lines.append("")
+        for name in used:
+            e = EVENTS[name]
+            lines.append(f"- **{name}**: {e.what}: {e.note}.")
+        lines.append("")
+    deps = sorted(set(runs.get("dependencies", pd.Series(dtype=str))))
+    if "traced-time" in deps:
+        lines.append("Traces without a `wakeups` table replay blocked threads on the trace's "
+                     "own schedule (released at their traced time), so a policy cannot make "
+                     "them wake sooner.")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write(out: Path, epochs: pd.DataFrame, runs: pd.DataFrame, baseline: str = "linux") -> None:
+    """Write ``epochs.parquet``, ``runs.csv``, ``summary.md`` and ``epochs.png`` into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    epochs.to_parquet(out / "epochs.parquet", index=False)
+    runs.to_csv(out / "runs.csv", index=False)
+    (out / "summary.md").write_text(summary_markdown(runs, baseline) + "\n")
+    from pysched.plots.sandbox import plot_epochs
+    plot_epochs(epochs, out / "epochs.png")

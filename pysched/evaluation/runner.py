@@ -1,0 +1,156 @@
+"""Run policies on traces at several core counts and loads, epoch by epoch.
+
+:func:`evaluate` is the Python API behind ``pysched evaluate``: each trace is segmented and
+turned into a workload and a footprint once, then every (policy, cores, load) point replays it
+in the sandbox. Results are plain pandas frames: one row per epoch and one per run.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pysched.models.caches.config import HierarchyConfig
+from pysched.models.cores.config import CoreConfig, big_core
+from pysched.models.machine import MachineConfig
+from pysched.policies import REGISTRY, get_policy
+from pysched.sandbox import SandboxConfig, build_footprint, build_workload, simulate
+from pysched.sandbox.app_events import EVENTS, event_items
+from pysched.sandbox.metrics import stats_row
+from pysched.superfunctions.functype import Category
+
+
+@dataclass
+class PreparedTrace:
+    """A trace ready for the sandbox (built once, replayed by every point)."""
+
+    name: str
+    path: str
+    workload: object
+    footprint: object
+    events: np.ndarray | None
+    app_classes: np.ndarray
+    insns: int
+    meta: dict = field(default_factory=dict)
+
+
+def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | None = None
+            ) -> PreparedTrace:
+    """Segment ``path`` and build its workload, footprint and event table."""
+    from pysched.superfunctions import segment
+    from pysched.trace import open_trace
+    trace = open_trace(path)
+    say = progress or (lambda s: None)
+    say(f"{path}: segmenting")
+    seg = segment(trace)
+    name = str((trace.manifest or {}).get("workload") or Path(path).name)
+    w = build_workload(seg, trace, name=name)
+    say(f"{path}: {len(w)} items of {w.ntasks} threads ({w.dependencies}); reading accesses")
+    fp = build_footprint(trace, w.vcpus, line=line)
+    app = np.flatnonzero(w.type_category == int(Category.APPLICATION))
+    return PreparedTrace(Path(path).name, str(path), w, fp, event_items(w, name), app,
+                         w.total_insns, {"workload": name, "dependencies": w.dependencies})
+
+
+def machine(cores: int, base: MachineConfig | None = None) -> MachineConfig:
+    """A machine of ``cores`` cores: the base machine's hierarchy (default: Table 2's caches)
+    with that many cores, and its first core type repeated."""
+    if base is None:
+        return MachineConfig(HierarchyConfig(cores=cores), tuple(big_core() for _ in range(cores)))
+    if len(base.cores) == cores:
+        return base
+    kinds: tuple[CoreConfig, ...] = tuple(base.cores[0] for _ in range(cores))
+    import dataclasses
+    return MachineConfig(dataclasses.replace(base.hierarchy, cores=cores), kinds)
+
+
+def check_request(policies: Sequence[str], cores: Sequence[int], loads: Sequence[int]) -> None:
+    """Refuse a bad request before any long work; messages name the argument."""
+    for p in policies:
+        if p not in REGISTRY:
+            raise ValueError(f"--policies: unknown policy {p!r}; registered: "
+                             f"{', '.join(REGISTRY)}")
+    for c in cores:
+        if not isinstance(c, int) or not 1 <= c <= 1024:
+            raise ValueError(f"--cores: {c!r} is not a core count in 1..1024")
+    for k in loads:
+        if not isinstance(k, int) or not 1 <= k <= 64:
+            raise ValueError(f"--load: {k!r} is not a number of copies in 1..64")
+
+
+def memory_needed(t: PreparedTrace, load: int) -> int:
+    """Bytes a run at ``load`` copies needs beyond the prepared trace (per-item state)."""
+    return int(len(t.workload) * load * 80 + t.workload.ntasks * load * 32)
+
+
+def _available_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Sequence[int],
+             loads: Sequence[int], base: MachineConfig | None = None,
+             config: dict | None = None, progress: Callable[[str], None] | None = None
+             ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every (trace, policy, cores, load) point; returns (epochs, runs) frames.
+
+    ``config`` holds extra :class:`SandboxConfig` fields (``epoch_s``, ``max_chunk``,
+    ``switch_cycles``). Each run row has the totals and ``wall_s``, the replay's wall time.
+    """
+    import time
+    check_request(policies, cores, loads)
+    avail = _available_bytes()
+    for t in traces:
+        for k in loads:
+            need = memory_needed(t, k)
+            if avail is not None and need > avail:
+                raise MemoryError(f"--load {k}: {t.name} needs about {need / 2**30:.1f} GiB "
+                                  f"for its copies; {avail / 2**30:.1f} GiB are available")
+    say = progress or (lambda s: None)
+    epochs, runs = [], []
+    for t in traces:
+        for ncores in cores:
+            m = machine(ncores, base)
+            for k in loads:
+                for p in policies:
+                    cfg = SandboxConfig(m, load=k, **(config or {}))
+                    t0 = time.perf_counter()
+                    res = simulate(t.workload, t.footprint, get_policy(p), cfg, t.events)
+                    wall = time.perf_counter() - t0
+                    key = {"trace": t.name, "workload": t.meta.get("workload", t.name),
+                           "policy": p, "cores": ncores, "load": k}
+                    for e, s in enumerate(res.epochs):
+                        epochs.append({**key, "epoch": e, **stats_row(s, t.app_classes)})
+                    runs.append({**key, **stats_row(res.total, t.app_classes),
+                                 "epochs": len(res.epochs), "has_events": t.events is not None,
+                                 "forced_releases": res.forced_releases,
+                                 "dependencies": t.meta.get("dependencies", ""),
+                                 "wall_s": wall})
+                    say(f"{t.name} {p} cores={ncores} load={k}: "
+                        f"{res.total.instructions.sum() / wall / 1e6:.1f} M insn/s simulated")
+    return pd.DataFrame(epochs), pd.DataFrame(runs)
+
+
+def performance(runs: pd.DataFrame, baseline: str = "linux") -> pd.DataFrame:
+    """Per run: the paper's performance (events per second; instruction throughput when the
+    workload has no events) relative to ``baseline`` at the same trace, cores and load."""
+    r = runs.copy()
+    r["performance"] = np.where(r["has_events"], r["events_per_s"], r["throughput"])
+    keys = ["trace", "cores", "load"]
+    base = r[r["policy"] == baseline].set_index(keys)["performance"]
+    r["vs_" + baseline] = [row.performance / base.get(tuple(row[k] for k in keys), np.nan) - 1
+                           for _, row in r.iterrows()]
+    return r
+
+
+__all__ = ["EVENTS", "PreparedTrace", "check_request", "evaluate", "machine", "performance",
+           "prepare"]

@@ -1,0 +1,68 @@
+"""``as-traced``: every item on the core of the vCPU it ran on, in the order it ran there.
+
+The oracle baseline of the sandbox (issue 10): it replays the trace's own schedule, so with as
+many cores as vCPUs and one copy it executes exactly each vCPU's instructions, item by item,
+in traced order. It reads where each item ran in the trace (``Work.trace_vcpu``,
+``trace_start``), which no OS could know; every other policy must not. With more copies than
+cores can hold side by side, copies that share a core interleave item by item in traced order.
+Interrupts wait for their turn in that order (no preemption), and no time slices apply.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Policy
+
+
+class AsTraced(Policy):
+    name = "as-traced"
+    summary = "replay the trace's own schedule: each item on its traced vCPU, in traced order"
+    source = "the trace itself (validation baseline, no paper)"
+    preempt_for_interrupts = False
+
+    def attach(self, sim) -> None:
+        super().attach(sim)
+        w = sim.workload
+        # Expected order per core: (trace start, copy) of every item whose home it is.
+        first = w.run_ptr[:-1]
+        start = w.run_start[first]   # every item has at least one run
+        vcpu = w.run_vcpu[first]
+        self._order: list[list[int]] = [[] for _ in range(sim.ncores)]
+        n = len(w)
+        keys = []
+        for copy in range(sim.load):
+            for i in range(n):
+                keys.append((int(start[i]), copy, copy * n + i, int(vcpu[i])))
+        keys.sort()
+        for s, copy, g, v in keys:
+            self._order[sim.home_of(copy, v)].append(g)
+        self._next = [0] * sim.ncores
+
+    def _home(self, work) -> int:
+        return self.sim.home(work)
+
+    def thread_ready(self, work, last_core: int) -> int:
+        return self._home(work)
+
+    def sf_start(self, work, core: int) -> int:
+        return self._home(work)
+
+    def sf_end(self, work, core: int) -> int:
+        return self._home(work)
+
+    def resume(self, work, core: int) -> int:
+        return self._home(work)
+
+    def route_interrupt(self, work, arrival_core: int) -> int:
+        return self._home(work)
+
+    def pick_next(self, core: int) -> int | None:
+        order, k = self._order[core], self._next[core]
+        if k >= len(order):
+            return None
+        want = order[k]
+        for idx, wk in enumerate(self.sim.queue(core)):
+            if wk.gid == want:
+                self._next[core] = k + 1
+                return idx
+        return None  # the next traced item is not ready yet: wait for it

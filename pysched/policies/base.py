@@ -1,0 +1,100 @@
+"""The one interface every scheduling policy implements (a ``sched_class`` of the sandbox).
+
+The engine (:mod:`pysched.sandbox.engine`) owns time, the cores, their run queues and the
+cache models; it calls a policy's hooks at the moments an OS scheduler would run, and the
+policy answers with a core (where to queue work) or by moving queued work. A policy sees only
+what an OS could know then: an item's superFuncType, category, thread, system call number or
+vector, where the thread last ran, the queues and the statistics of finished work, never how
+long an item will run or what it will do next.
+
+Hooks (all optional but :meth:`Policy.sf_start`):
+
+=====================  ==============================================================
+``attach(sim)``        once, before time 0: read the machine (``sim.ncores`` ...)
+``thread_ready``       a thread becomes runnable (first item, or woken): queue where?
+``sf_start``           a thread starts a new SuperFunction (system call, ...): where?
+``sf_end``             a thread returns to the SuperFunction that called it: where?
+``resume``             a thread continues the same SuperFunction after preemption: where?
+``route_interrupt``    an interrupt or bottom half arrives: which core handles it?
+``pick_next``          a core is free: which queued item runs next (default: the head)?
+``steal``              a core has nothing queued: move work to it from other queues
+``time_slice``         seconds a thread item may run before the core looks at its queue
+``item_done``          an item finished (its cycles: the stats a kernel could collect)
+``epoch_end``          an epoch of simulated time ended, with its statistics
+=====================  ==============================================================
+
+Every placement hook returns a core index; returning the core the thread is on continues it
+there without a context switch when nothing else is due (a system call runs where its thread
+runs).
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pysched.sandbox.engine import SimView, Work
+    from pysched.sandbox.metrics import SandboxStats
+
+
+class Policy:
+    """Base class: every hook has the do-nothing-special behaviour of a single run queue per
+    core with work staying where it is. Subclasses set :attr:`name` and :attr:`summary`."""
+
+    #: Registry name (``pysched evaluate --policies NAME``).
+    name: str = ""
+    #: One line for ``pysched evaluate --list``.
+    summary: str = ""
+    #: Where the rules come from (paper and section), shown in the evaluation summary.
+    source: str = ""
+
+    def __init__(self, **params) -> None:
+        if params:
+            raise TypeError(f"policy {self.name!r} takes no parameters, got "
+                            f"{', '.join(sorted(params))}")
+        self.sim: SimView | None = None
+
+    def attach(self, sim: SimView) -> None:
+        """Called once before the run; keep ``sim`` to look at the machine later."""
+        self.sim = sim
+
+    def thread_ready(self, work: Work, last_core: int) -> int:
+        """A thread item became runnable (its thread's first item, or a woken one).
+
+        ``last_core`` is where the thread last ran (-1: never). Default: there, else core 0.
+        """
+        return last_core if last_core >= 0 else 0
+
+    def sf_start(self, work: Work, core: int) -> int:
+        """The thread running on ``core`` starts a new SuperFunction (``work``)."""
+        return core
+
+    def sf_end(self, work: Work, core: int) -> int:
+        """The thread on ``core`` returns to an earlier SuperFunction (``work``)."""
+        return core
+
+    def resume(self, work: Work, core: int) -> int:
+        """The thread on ``core`` continues the same SuperFunction (a traced switch that was a
+        preemption, not a wait)."""
+        return core
+
+    def route_interrupt(self, work: Work, arrival_core: int) -> int:
+        """An interrupt or bottom half arrives; ``arrival_core`` is its traced vCPU's core."""
+        return arrival_core
+
+    def pick_next(self, core: int) -> int | None:
+        """Index in ``sim.queue(core)`` of the item to run next (None: the queue is empty)."""
+        return 0 if self.sim.queue_len(core) else None
+
+    def steal(self, core: int) -> None:
+        """``core`` is idle with an empty queue: move work to it with ``sim.move``."""
+
+    def time_slice(self, work: Work, core: int) -> float:
+        """Seconds ``work`` may run on ``core`` before queued work gets a turn."""
+        return math.inf
+
+    def item_done(self, work: Work, core: int, cycles: float) -> None:
+        """``work`` finished on ``core`` after ``cycles`` busy cycles in all."""
+
+    def epoch_end(self, epoch: int, stats: SandboxStats) -> None:
+        """Epoch ``epoch`` ended; ``stats`` are its deltas (see :class:`SandboxStats`)."""

@@ -1,0 +1,679 @@
+"""The sandbox engine: a discrete-event replay of a :class:`Workload` on simulated cores.
+
+Rules (each an approximation of a real machine, written down here where it is made):
+
+* **Time** is simulated seconds. A core runs an item in *chunks* of at most
+  :attr:`SandboxConfig.max_chunk` instructions; a chunk's accesses go through the core's
+  private L1i/L1d/L2 and the shared L3 (:class:`~pysched.models.caches.hierarchy.Hierarchy`,
+  whose contents persist across epochs) when the chunk starts, and it lasts
+  ``instructions * base_cpi + stall cycles`` (:mod:`pysched.models.cores.timing`) at the core's
+  DVFS frequency. Events that happen during a chunk (an interrupt arriving, a time slice
+  ending, an item becoming ready for an idle core) take effect at its end, so they are late by
+  at most one chunk (20,000 instructions, about 10 us at 2 GHz, by default).
+* **Order across cores**: the chunk that ends first is processed first; the shared L3 sees the
+  cores' accesses interleaved chunk by chunk.
+* **Dependencies**: an item runs once its thread's previous item has ended, its waker has
+  executed as far as the traced wake-up (:mod:`.workload`), and its release time has passed
+  (interrupt arrivals; the fixed schedule of a trace without wake-ups). Chunks end at every
+  instruction offset where an item wakes another, so the woken item is ready then.
+* **Costs**: a thread starting on a core where another thread ran last pays
+  :attr:`SandboxConfig.switch_cycles`; a thread arriving from another core pays the core's
+  ``migration_cycles`` (1,000 by default, as seed 001 charges a switch) on top of the cold
+  caches it finds. Interrupt and bottom-half items switch no thread.
+* **Interrupts first**: when an interrupt or bottom half is queued on a core that runs a thread
+  item, the thread is preempted at the end of the chunk (unless the policy sets
+  ``preempt_for_interrupts = False``); its rest goes back to the queue.
+* **Load**: ``load = K`` runs K copies of the whole workload (threads, interrupts and bottom
+  halves; see :mod:`.workload`). Copies execute the same code frames; the physical addresses of
+  their data accesses (loads and stores) are moved by ``copy * DATA_COPY_STRIDE`` so that each
+  copy's data lies in frames of its own.
+* **Deadlock**: a wake-up that cannot happen in the simulation (a cycle of waits that the
+  trace's order broke) is released at its traced time when nothing else can run, and counted.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pysched.models.caches.hierarchy import Hierarchy
+from pysched.models.cores.timing import stall_table
+from pysched.models.machine import MachineConfig
+from pysched.models.stats import CacheStats
+
+from .footprint import Footprint
+from .metrics import SandboxStats
+from .workload import ASYNC_ITEM, FIRST, RESUME, RETURN, START, THREAD_ITEM, Workload
+
+try:
+    from pysched.constants import CLOCK_HZ, EPOCH_SECONDS, IPC
+except ImportError:  # pragma: no cover - before issue 12's move
+    from pysched.superfunctions.segment import CLOCK_HZ, EPOCH_SECONDS, IPC
+
+#: Physical-address offset between the data of consecutive copies: 2**40 bytes, beyond any
+#: guest RAM, and a multiple of every set count, so a copy's data map to the same sets as the
+#: original's (as distinct frames with the same page offset and colour would).
+DATA_COPY_STRIDE = np.uint64(1 << 40)
+
+_EV_CORE, _EV_RELEASE, _EV_EPOCH = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    """What to simulate besides the workload and the policy.
+
+    Attributes
+    ----------
+    machine : MachineConfig
+        Cores (timing, DVFS, migration cost) and the cache hierarchy.
+    load : int
+        Copies of the workload (the paper's 1X..8X, section 6.3).
+    epoch_s : float
+        Epoch length in simulated seconds (3 ms, section 4.4).
+    switch_cycles : int
+        Cost of switching a core to another thread (1,000 cycles: seed 001's context switch).
+    max_chunk : int
+        Most instructions run between two looks at the core's queue.
+    """
+
+    machine: MachineConfig = field(default_factory=MachineConfig)
+    load: int = 1
+    epoch_s: float = EPOCH_SECONDS
+    switch_cycles: int = 1000
+    max_chunk: int = 20_000
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.load, int) or isinstance(self.load, bool) or self.load < 1:
+            raise ValueError(f"load must be a positive integer, got {self.load!r}")
+        if not (isinstance(self.epoch_s, (int, float)) and math.isfinite(self.epoch_s)
+                and self.epoch_s > 0):
+            raise ValueError(f"epoch_s must be a positive number of seconds, got "
+                             f"{self.epoch_s!r}")
+        if not isinstance(self.max_chunk, int) or self.max_chunk < 1:
+            raise ValueError(f"max_chunk must be a positive integer, got {self.max_chunk!r}")
+        if not isinstance(self.switch_cycles, int) or self.switch_cycles < 0:
+            raise ValueError(f"switch_cycles must be a non-negative integer, got "
+                             f"{self.switch_cycles!r}")
+
+    @property
+    def ncores(self) -> int:
+        return len(self.machine.cores)
+
+
+class Work:
+    """What a policy may know of an item: never its length or its future.
+
+    Attributes
+    ----------
+    gid : int
+        Item id over all copies (``copy * len(workload) + item``).
+    copy : int
+    task : int
+        Thread id over all copies (-1: interrupt or bottom half).
+    functype : int
+        superFuncType; ``type_id`` its dense id.
+    category : int
+        :class:`~pysched.superfunctions.functype.Category`.
+    number : int
+        System call number or vector (-1 otherwise).
+    begins : int
+        :data:`~.workload.FIRST`, ``START``, ``RETURN`` or ``RESUME`` (thread items).
+    is_async : bool
+        Interrupt or bottom half.
+    trace_vcpu, trace_start : int
+        Where it ran in the trace: for the ``as-traced`` oracle only.
+    """
+
+    __slots__ = ("gid", "copy", "item", "task", "functype", "type_id", "category", "number",
+                 "begins", "is_async", "trace_vcpu", "trace_start")
+
+    def __repr__(self) -> str:
+        return (f"Work(gid={self.gid}, task={self.task}, type={self.functype:#x}, "
+                f"category={self.category})")
+
+
+class SimView:
+    """The engine as a policy sees it: the machine, the queues, finished work's statistics."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._e = engine
+
+    @property
+    def ncores(self) -> int:
+        return self._e.ncores
+
+    @property
+    def now(self) -> float:
+        return self._e.now
+
+    @property
+    def workload(self) -> Workload:
+        """The workload's static description (types and their categories; item lengths are
+        not to be used by policies that model an OS)."""
+        return self._e.w
+
+    @property
+    def ntypes(self) -> int:
+        return len(self._e.w.types)
+
+    def queue(self, core: int) -> list[Work]:
+        """The run queue of ``core``, head first (do not modify it; use :meth:`move`)."""
+        return self._e.queues[core]
+
+    def queue_len(self, core: int) -> int:
+        return len(self._e.queues[core])
+
+    def running(self, core: int) -> Work | None:
+        """The item ``core`` runs now (None: idle)."""
+        g = self._e.core_item[core]
+        return None if g < 0 else self._e.work(g)
+
+    @property
+    def load(self) -> int:
+        """Copies of the workload."""
+        return self._e.K
+
+    def home_of(self, copy: int, vcpu: int) -> int:
+        """The core that copy ``copy`` of traced vCPU ``vcpu`` maps to."""
+        return self._e.home(copy, vcpu)
+
+    def home(self, work: Work) -> int:
+        """The core that ``work``'s traced vCPU maps to: copy k of vCPU v on core
+        ``(k * vCPUs + v) mod cores`` (the initial placement of every thread)."""
+        return self._e.home(work.copy, work.trace_vcpu)
+
+    def is_idle(self, core: int) -> bool:
+        return self._e.core_item[core] < 0 and not self._e.queues[core]
+
+    def last_core(self, task: int) -> int:
+        """Where thread ``task`` last ran (-1: never)."""
+        return int(self._e.task_core[task])
+
+    def task_runtime(self, task: int) -> float:
+        """Seconds thread ``task`` has run so far."""
+        return float(self._e.task_time[task])
+
+    def move(self, work: Work, dst: int) -> None:
+        """Move a queued item to the tail of ``dst``'s queue (a steal or a balance)."""
+        self._e.move(work, dst)
+
+
+class Engine:
+    """One run of a policy on a workload (use :func:`simulate`)."""
+
+    def __init__(self, workload: Workload, footprint: Footprint, policy, config: SandboxConfig,
+                 app_event_items: np.ndarray | None = None) -> None:
+        self.w, self.fp, self.policy, self.cfg = workload, footprint, policy, config
+        w = workload
+        self.n = len(w)
+        self.K = config.load
+        self.ncores = config.ncores
+        self.hier = Hierarchy(config.machine.hierarchy, classes=max(1, len(w.types)))
+        cores = config.machine.cores
+        self.freq = np.array([c.operating_point().freq_ghz * 1e9 for c in cores])
+        self.cpi = np.array([c.base_cpi for c in cores])
+        self.stall = [stall_table(config.machine.hierarchy, c) for c in cores]
+        self.mig_cycles = np.array([c.migration_cycles for c in cores], dtype=np.float64)
+        self.cap_v2 = np.array([c.capacitance_nf * 1e-9 * c.operating_point().voltage ** 2
+                                for c in cores])
+        self.static_w = np.array([c.static_power_w * c.operating_point().voltage
+                                  for c in cores])
+        self.vidx = {v: k for k, v in enumerate(w.vcpus)}
+        nv = max(1, len(w.vcpus))
+        # Copy k of vCPU v is first mapped to core (k * vCPUs + v) mod cores.
+        self.home = lambda copy, vcpu: (copy * nv + self.vidx.get(vcpu, 0)) % self.ncores
+        # Instructions of an item before each of its runs.
+        lens = w.run_stop - w.run_start
+        self.run_before = np.zeros(len(lens), dtype=np.int64)
+        for i in np.flatnonzero(np.diff(w.run_ptr) > 1).tolist():
+            lo, hi = w.run_ptr[i], w.run_ptr[i + 1]
+            self.run_before[lo:hi] = np.cumsum(lens[lo:hi]) - lens[lo:hi]
+        # Who waits for whom: per waker item, (offset, dependent) sorted by offset.
+        deps = np.flatnonzero(w.dep_item >= 0)
+        order = np.lexsort((w.dep_offset[deps], w.dep_item[deps]))
+        deps = deps[order]
+        self.wait_ptr = np.zeros(self.n + 1, dtype=np.int64)
+        np.add.at(self.wait_ptr, w.dep_item[deps] + 1, 1)
+        np.cumsum(self.wait_ptr, out=self.wait_ptr)
+        self.wait_off = w.dep_offset[deps]
+        self.wait_dep = deps
+        self.events_w = (np.zeros(self.n, dtype=np.int64) if app_event_items is None
+                         else np.asarray(app_event_items, dtype=np.int64))
+        # Dynamic state over all copies.
+        total = self.n * self.K
+        ntask = w.ntasks
+        self.prog = np.zeros(total, dtype=np.int64)
+        self.trig = np.zeros(total, dtype=np.int64)      # next waiter index (relative)
+        self.pending = np.zeros(total, dtype=np.int64)   # unmet conditions
+        self.ready_t = np.zeros(total, dtype=np.float64)  # when it (last) joined a queue
+        self.ready0 = np.zeros(total, dtype=np.float64)   # when it first became ready
+        self.log: list[tuple] | None = None  # (gid, core, t0, t1, lo, hi) per chunk if a list
+        self.item_cycles = np.zeros(total, dtype=np.float64)
+        self.task_pos = np.zeros(ntask * self.K, dtype=np.int64)
+        self.task_core = np.full(ntask * self.K, -1, dtype=np.int64)
+        self.task_time = np.zeros(ntask * self.K, dtype=np.float64)
+        self.dep_done = np.zeros(total, dtype=bool)      # its wake-up has happened
+        self.queues: list[list[Work]] = [[] for _ in range(self.ncores)]
+        self.core_item = [-1] * self.ncores
+        self.core_end = [0] * self.ncores                # offset the running chunk reaches
+        self.core_task = [-1] * self.ncores              # thread that ran last
+        self.core_slice = [0.0] * self.ncores            # when the running thread item began
+        self.core_until = np.zeros(self.ncores)
+        self.core_kicked = [False] * self.ncores
+        self.heap: list = []
+        self.seq = 0
+        self.now = 0.0
+        self.done_items = 0
+        self.forced = 0
+        self._works: dict[int, Work] = {}
+        self._init_stats()
+
+    # --- statistics ---------------------------------------------------------------------------
+    def _init_stats(self) -> None:
+        c, t = self.ncores, len(self.w.types)
+        z = lambda dt=np.float64: np.zeros(c, dtype=dt)  # noqa: E731
+        self.s_insns = z(np.int64)
+        self.s_busy = z()
+        self.s_base = z()
+        self.s_stall = z()
+        self.s_switch = z()
+        self.s_mig = z()
+        self.s_dyn = z()
+        self.s_switches = z(np.int64)
+        self.s_migs = z(np.int64)
+        self.s_steals = z(np.int64)
+        self.s_type_insns = np.zeros(t, dtype=np.int64)
+        self.s_type_cycles = np.zeros(t)
+        self.s_type_items = np.zeros(t, dtype=np.int64)
+        self.s_task_insns = np.zeros(self.w.ntasks * self.K, dtype=np.int64)
+        self.s_task_want = np.zeros(self.w.ntasks * self.K)
+        self.s_wait = 0.0
+        self.s_waits = 0
+        self.s_lat = 0.0
+        self.s_irqs = 0
+        self.s_events = 0
+
+    def snapshot(self, at: float) -> SandboxStats:
+        """Cumulative statistics up to time ``at`` (busy time of running chunks cut there)."""
+        over = np.maximum(self.core_until - at, 0.0)
+        busy = self.s_busy - over
+        dyn = self.s_dyn - over * self.freq * self.cap_v2
+        return SandboxStats(
+            at, self.s_insns.copy(), busy, self.s_base.copy(), self.s_stall.copy(),
+            self.s_switch.copy(), self.s_mig.copy(), dyn + self.static_w * at,
+            self.s_switches.copy(), self.s_migs.copy(), self.s_steals.copy(),
+            self.s_type_insns.copy(), self.s_type_cycles.copy(), self.s_type_items.copy(),
+            self.s_task_insns.copy(), self.s_task_want.copy(), self.s_wait, self.s_waits, self.s_lat, self.s_irqs,
+            self.s_events, self.hier.stats)
+
+    # --- items --------------------------------------------------------------------------------
+    def work(self, g: int) -> Work:
+        wk = self._works.get(g)
+        if wk is None:
+            w, i = self.w, g % self.n
+            wk = Work()
+            wk.gid, wk.copy, wk.item = g, g // self.n, i
+            t = int(w.task[i])
+            wk.task = -1 if t < 0 else wk.copy * w.ntasks + t
+            wk.type_id = int(w.type_id[i])
+            wk.functype = int(w.types[wk.type_id])
+            wk.category = int(w.category[i])
+            wk.number = int(w.number[i])
+            wk.begins = int(w.begins[i])
+            wk.is_async = bool(w.kind[i] == ASYNC_ITEM)
+            r = int(w.run_ptr[i])
+            wk.trace_vcpu = int(w.run_vcpu[r]) if r < len(w.run_vcpu) else -1
+            wk.trace_start = int(w.run_start[r]) if r < len(w.run_start) else -1
+            self._works[g] = wk
+        return wk
+
+    def push(self, t: float, kind: int, a: int) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (t, self.seq, kind, a))
+
+    def satisfy(self, g: int, via_dep: bool = False) -> None:
+        """A wake-up or a release time of item ``g`` came; place it when nothing is left."""
+        self.pending[g] -= 1
+        if via_dep:
+            self.dep_done[g] = True
+        if self.pending[g] == 0:
+            self.ready(g, -1)
+
+    def ready(self, g: int, core: int) -> None:
+        """Item ``g`` can run; ``core`` is where its thread's previous item just ended."""
+        wk = self.work(g)
+        pol = self.policy
+        if wk.is_async:
+            target = pol.route_interrupt(wk, self.home(wk.copy, wk.trace_vcpu))
+        else:
+            last = int(self.task_core[wk.task])
+            if last < 0:
+                last = self.home(wk.copy, wk.trace_vcpu)
+            if core < 0 or wk.begins == FIRST:
+                target = pol.thread_ready(wk, last)
+            elif wk.begins == START:
+                target = pol.sf_start(wk, core)
+            elif wk.begins == RETURN:
+                target = pol.sf_end(wk, core)
+            else:
+                target = pol.resume(wk, core)
+        self._check_core(target, "placement")
+        self.ready_t[g] = self.ready0[g] = self.now
+        self.queues[target].append(wk)
+        if self.core_item[target] < 0:
+            self.kick(target)
+
+    def _check_core(self, c, hook: str) -> None:
+        if not isinstance(c, (int, np.integer)) or not 0 <= c < self.ncores:
+            raise ValueError(f"policy {self.policy.name!r} returned core {c!r} from its "
+                             f"{hook} hook; cores are 0..{self.ncores - 1}")
+
+    def kick(self, core: int) -> None:
+        if not self.core_kicked[core]:
+            self.core_kicked[core] = True
+            self.push(self.now, _EV_CORE, core)
+
+    def move(self, wk: Work, dst: int) -> None:
+        self._check_core(dst, "move")
+        for c, q in enumerate(self.queues):
+            for k, x in enumerate(q):
+                if x is wk:
+                    del q[k]
+                    self.queues[dst].append(wk)
+                    if c != dst:
+                        self.s_steals[dst] += 1
+                    if self.core_item[dst] < 0:
+                        self.kick(dst)
+                    return
+        raise ValueError(f"{wk!r} is not queued")
+
+    # --- running ------------------------------------------------------------------------------
+    def fire(self, g: int) -> None:
+        """Release the items waiting for ``g`` to reach its current progress."""
+        i, copy = g % self.n, g // self.n
+        lo, hi = int(self.wait_ptr[i]), int(self.wait_ptr[i + 1])
+        k = lo + int(self.trig[g])
+        p = self.prog[g]
+        while k < hi and self.wait_off[k] <= p:
+            self.satisfy(copy * self.n + int(self.wait_dep[k]), via_dep=True)
+            k += 1
+        self.trig[g] = k - lo
+
+    def accesses(self, g: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Accesses of item ``g``'s instructions ``[lo, hi)``."""
+        w, i = self.w, g % self.n
+        r0, r1 = int(w.run_ptr[i]), int(w.run_ptr[i + 1])
+        before = self.run_before
+        j = r0 + int(np.searchsorted(before[r0:r1], lo, side="right")) - 1
+        addrs, kinds = [], []
+        while j < r1 and before[j] < hi:
+            s = int(w.run_start[j])
+            a = s + max(lo - int(before[j]), 0)
+            b = s + min(hi - int(before[j]), int(w.run_stop[j] - s))
+            ad, kd = self.fp.window(int(w.run_vcpu[j]), a, b)
+            addrs.append(ad)
+            kinds.append(kd)
+            j += 1
+        if len(addrs) == 1:
+            addr, kind = addrs[0], kinds[0]
+        else:
+            addr, kind = np.concatenate(addrs), np.concatenate(kinds)
+        copy = g // self.n
+        if copy and self.fp.data and len(addr):
+            addr = addr + np.where(kind != 0, DATA_COPY_STRIDE * np.uint64(copy), np.uint64(0))
+        return addr, kind
+
+    def start_chunk(self, c: int, g: int, extra_cycles: float = 0.0,
+                    extra_kind: str = "") -> None:
+        w, i = self.w, g % self.n
+        o = int(self.prog[g])
+        end = min(int(w.insns[i]), o + self.cfg.max_chunk)
+        k = int(self.wait_ptr[i]) + int(self.trig[g])
+        if k < int(self.wait_ptr[i + 1]) and o < int(self.wait_off[k]) < end:
+            end = int(self.wait_off[k])
+        addr, kind = self.accesses(g, o, end)
+        n = end - o
+        stall = 0.0
+        if len(addr):
+            cls = np.full(len(addr), w.type_id[i], dtype=np.uint16)
+            served = self.hier.run(c, addr, kind, cls)
+            stall = float(self.stall[c][kind, served].sum())
+        base = n * self.cpi[c]
+        cycles = base + stall + extra_cycles
+        dur = cycles / self.freq[c]
+        self.s_insns[c] += n
+        self.s_base[c] += base
+        self.s_stall[c] += stall
+        self.s_busy[c] += dur
+        self.s_dyn[c] += cycles * self.cap_v2[c]
+        self.s_type_insns[w.type_id[i]] += n
+        self.s_type_cycles[w.type_id[i]] += cycles
+        t = int(w.task[i])
+        if t >= 0:
+            tg = (g // self.n) * w.ntasks + t
+            self.s_task_insns[tg] += n
+            self.task_time[tg] += dur
+        self.item_cycles[g] += cycles
+        self.core_item[c] = g
+        self.core_end[c] = end
+        self.core_until[c] = self.now + dur
+        self.push(self.now + dur, _EV_CORE, c)
+        if self.log is not None:
+            self.log.append((g, c, self.now, self.now + dur, o, end))
+
+    def dispatch(self, c: int) -> None:
+        """Core ``c`` is free: start its next item, or go idle."""
+        pol = self.policy
+        q = self.queues[c]
+        if not q:
+            pol.steal(c)
+        idx = pol.pick_next(c) if q else None
+        if idx is None:
+            self.core_item[c] = -1
+            return
+        wk = q.pop(idx)
+        g = wk.gid
+        extra = 0.0
+        if wk.is_async:
+            self.s_irqs += 1
+            self.s_lat += self.now - self.ready_t[g]
+        else:
+            self.s_waits += 1
+            self.s_wait += self.now - self.ready_t[g]
+            if self.core_task[c] != wk.task:
+                self.s_switches[c] += 1
+                self.s_switch[c] += self.cfg.switch_cycles
+                extra += self.cfg.switch_cycles
+                self.core_task[c] = wk.task
+            last = int(self.task_core[wk.task])
+            if last >= 0 and last != c:
+                self.s_migs[c] += 1
+                self.s_mig[c] += self.mig_cycles[c]
+                extra += self.mig_cycles[c]
+            self.task_core[wk.task] = c
+            self.core_slice[c] = self.now
+        self.fire(g)  # wake-ups at offset 0
+        self.start_chunk(c, g, extra)
+
+    def core_event(self, c: int) -> None:
+        self.core_kicked[c] = False
+        g = self.core_item[c]
+        if g >= 0 and self.core_until[c] > self.now:
+            return  # a kick while busy: the chunk's own event will come
+        if g >= 0:
+            self.prog[g] = self.core_end[c]
+            self.fire(g)
+            i = g % self.n
+            if self.prog[g] >= self.w.insns[i]:
+                self.core_item[c] = -1
+                self.finish(g, c)
+                if self.core_item[c] >= 0:
+                    return
+            else:
+                wk = self.work(g)
+                q = self.queues[c]
+                if not wk.is_async and q and (
+                        (getattr(self.policy, "preempt_for_interrupts", True)
+                         and any(x.is_async for x in q))
+                        or self.now - self.core_slice[c] >= self.policy.time_slice(wk, c)):
+                    self.core_item[c] = -1
+                    self.ready_t[g] = self.now
+                    q.append(wk)
+                else:
+                    self.start_chunk(c, g)
+                    return
+        self.dispatch(c)
+
+    def finish(self, g: int, c: int) -> None:
+        """Item ``g`` ended on core ``c``."""
+        w, i = self.w, g % self.n
+        wk = self.work(g)
+        self.done_items += 1
+        self.s_type_items[w.type_id[i]] += 1
+        self.s_events += int(self.events_w[i])
+        self.policy.item_done(wk, c, float(self.item_cycles[g]))
+        self._works.pop(g, None)
+        if wk.is_async:
+            return
+        tg = wk.task
+        self.s_task_want[tg] += self.now - self.ready0[g]
+        copy, t = g // self.n, int(w.task[i])
+        pos = int(self.task_pos[tg]) + 1
+        self.task_pos[tg] = pos
+        lo, hi = int(w.task_ptr[t]), int(w.task_ptr[t + 1])
+        if lo + pos >= hi:
+            return
+        ng = copy * self.n + int(w.task_items[lo + pos])
+        self.pending[ng] -= 1
+        if self.pending[ng] == 0:
+            self.ready(ng, c)
+            # Continue the thread here at once when the policy kept it on this core and
+            # nothing else waits (a system call runs where its thread runs, no switch).
+            q = self.queues[c]
+            if len(q) == 1 and q[0].gid == ng and self.policy.pick_next(c) == 0:
+                q.pop()
+                self.s_waits += 1
+                self.fire(ng)
+                self.start_chunk(c, ng)
+
+    # --- the loop -----------------------------------------------------------------------------
+    def setup(self) -> None:
+        w = self.w
+        # Conditions per item: its wake-up, its release time, its thread's previous item.
+        p = ((w.dep_item >= 0).astype(np.int64) + (w.release > 0)
+             + ((w.kind == THREAD_ITEM) & (w.begins != FIRST)))
+        self.pending[:] = np.tile(p, self.K)
+        rel = np.flatnonzero(w.release > 0)
+        for copy in range(self.K):
+            for i in rel.tolist():
+                self.push(float(w.release[i]), _EV_RELEASE, copy * self.n + i)
+        self.policy.attach(SimView(self))
+        for g in np.flatnonzero(self.pending == 0).tolist():
+            self.ready(g, -1)
+
+    def run(self, on_epoch=None, progress=None) -> list[SandboxStats]:
+        """Run to the end; returns the per-epoch deltas (the last epoch may be shorter)."""
+        self.setup()
+        total = self.n * self.K
+        epochs: list[SandboxStats] = []
+        prev = self.snapshot(0.0)
+        epoch = 0
+        self.push(self.cfg.epoch_s, _EV_EPOCH, 1)
+        while self.done_items < total:
+            if not self.heap or (len(self.heap) == 1 and self.heap[0][2] == _EV_EPOCH
+                                 and not any(x >= 0 for x in self.core_item)):
+                if not self._break_deadlock():
+                    raise RuntimeError(f"sandbox stalled with {total - self.done_items} items "
+                                       "left and nothing ready")
+                continue
+            t, _, kind, a = heapq.heappop(self.heap)
+            self.now = max(self.now, t)
+            if kind == _EV_CORE:
+                self.core_event(a)
+            elif kind == _EV_RELEASE:
+                self.satisfy(a)
+            else:
+                snap = self.snapshot(self.now)
+                delta = snap - prev
+                prev = snap
+                epochs.append(delta)
+                self.policy.epoch_end(epoch, delta)
+                if on_epoch is not None:
+                    on_epoch(epoch, delta)
+                if progress is not None:
+                    progress(self.done_items, total)
+                epoch += 1
+                self.push(self.cfg.epoch_s * (a + 1), _EV_EPOCH, a + 1)
+        end = max(self.now, float(self.core_until.max()))
+        snap = self.snapshot(end)
+        last = snap - prev
+        if last.elapsed_s > 0 or not epochs:
+            epochs.append(last)
+            self.policy.epoch_end(epoch, last)
+            if on_epoch is not None:
+                on_epoch(epoch, last)
+        self.now = end
+        return epochs
+
+    def _break_deadlock(self) -> bool:
+        """Release the blocked item that was released earliest in the trace (see module)."""
+        w = self.w
+        cand = np.flatnonzero((self.pending == 1) & ~self.dep_done)
+        waiting = cand[w.dep_item[cand % self.n] >= 0]
+        if not len(waiting):
+            return False
+        g = int(waiting[0])
+        self.forced += 1
+        self.satisfy(g, via_dep=True)
+        return True
+
+
+@dataclass
+class RunResult:
+    """What :func:`simulate` returns.
+
+    Attributes
+    ----------
+    epochs : list of SandboxStats
+        Per-epoch deltas.
+    total : SandboxStats
+        The whole run.
+    forced_releases : int
+        Wake-ups released at their traced time to break a deadlock (see the module).
+    """
+
+    epochs: list[SandboxStats]
+    total: SandboxStats
+    forced_releases: int
+    policy: str
+    config: SandboxConfig
+
+
+def simulate(workload: Workload, footprint: Footprint, policy, config: SandboxConfig,
+             app_event_items: np.ndarray | None = None, on_epoch=None,
+             progress=None) -> RunResult:
+    """Replay ``workload`` under ``policy`` on ``config``'s machine.
+
+    Parameters
+    ----------
+    workload : Workload
+    footprint : Footprint
+        The trace's access streams.
+    policy : Policy
+        A fresh policy instance (it keeps state).
+    config : SandboxConfig
+    app_event_items : array of int, optional
+        Application events each item completes (default none).
+    on_epoch : callable, optional
+        ``on_epoch(epoch, stats)`` after every epoch.
+    progress : callable, optional
+        ``progress(done_items, total_items)`` after every epoch.
+    """
+    eng = Engine(workload, footprint, policy, config, app_event_items)
+    epochs = eng.run(on_epoch, progress)
+    total = epochs[0]
+    for e in epochs[1:]:
+        total = total + e
+    return RunResult(epochs, total, eng.forced, policy.name, config)

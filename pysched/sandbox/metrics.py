@@ -1,0 +1,138 @@
+"""Statistics of a sandbox run as records that subtract (``after - before`` = an epoch).
+
+:class:`SandboxStats` holds cumulative counters; the engine snapshots it at every epoch
+boundary and the differences are the per-epoch rows of :func:`epoch_table`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pysched.models.stats import CacheStats, Record
+
+
+@dataclass(frozen=True, eq=False)
+class SandboxStats(Record):
+    """Counters of one run (cumulative, or the delta of an epoch).
+
+    Attributes
+    ----------
+    elapsed_s : float
+        Simulated seconds.
+    instructions, busy_s, base_cycles, stall_cycles, switch_cycles, migration_cycles,
+    energy_j : numpy.ndarray, shape (cores,)
+        Per core: instructions retired, seconds busy, cycles by cause, joules (dynamic for the
+        busy cycles plus static over the elapsed time).
+    switches, migrations, steals : numpy.ndarray of int64, shape (cores,)
+        Thread switches on a core, threads that arrived from another core, items the core
+        took from other cores' queues.
+    type_insns, type_cycles, type_items : numpy.ndarray, shape (types,)
+        Per superFuncType id: instructions, busy cycles, finished items.
+    task_insns : numpy.ndarray of int64, shape (tasks,)
+        Progress of every thread (all copies).
+    task_want_s : numpy.ndarray, shape (tasks,)
+        Seconds each thread was runnable or running (from an item's readiness to its end),
+        counted when the item ends.
+    wait_s, waits : float, int
+        Run-queue waiting time of thread items (ready to running) and their number.
+    irq_latency_s, irqs : float, int
+        Arrival to handler start of interrupt and bottom-half items, and their number.
+    events : int
+        Application events completed (see :mod:`pysched.sandbox.app_events`).
+    cache : CacheStats
+        The hierarchy's counters (class = superFuncType id).
+    """
+
+    elapsed_s: float
+    instructions: np.ndarray
+    busy_s: np.ndarray
+    base_cycles: np.ndarray
+    stall_cycles: np.ndarray
+    switch_cycles: np.ndarray
+    migration_cycles: np.ndarray
+    energy_j: np.ndarray
+    switches: np.ndarray
+    migrations: np.ndarray
+    steals: np.ndarray
+    type_insns: np.ndarray
+    type_cycles: np.ndarray
+    type_items: np.ndarray
+    task_insns: np.ndarray
+    task_want_s: np.ndarray
+    wait_s: float
+    waits: int
+    irq_latency_s: float
+    irqs: int
+    events: int
+    cache: CacheStats
+
+    @property
+    def cycles(self) -> np.ndarray:
+        return self.base_cycles + self.stall_cycles + self.switch_cycles + self.migration_cycles
+
+    @property
+    def idle_fraction(self) -> float:
+        """Share of core time spent idle."""
+        total = self.elapsed_s * len(self.busy_s)
+        return float(1.0 - self.busy_s.sum() / total) if total > 0 else float("nan")
+
+    @property
+    def throughput(self) -> float:
+        """Instructions per simulated second, all cores."""
+        return float(self.instructions.sum() / self.elapsed_s) if self.elapsed_s > 0 \
+            else float("nan")
+
+    @property
+    def events_per_s(self) -> float:
+        """The paper's performance measure: application events per simulated second (6.1)."""
+        return self.events / self.elapsed_s if self.elapsed_s > 0 else float("nan")
+
+    def jain_fairness(self) -> float:
+        """Jain's index of the threads' progress rates: instructions per second runnable or
+        running (a thread that waits long in queues progresses slowly), over the threads
+        that finished work in the interval. Replayed threads have fixed work, so their total
+        instructions would say nothing about fairness."""
+        m = (self.task_want_s > 0) & (self.task_insns > 0)
+        x = self.task_insns[m] / self.task_want_s[m]
+        if len(x) == 0:
+            return float("nan")
+        return float(x.sum() ** 2 / (len(x) * (x ** 2).sum()))
+
+
+def stats_row(s: SandboxStats, app_classes: np.ndarray) -> dict[str, float]:
+    """The scalar metrics of one record (an epoch or a run) as a flat dict.
+
+    ``app_classes`` lists the superFuncType ids of application code; every other class is OS
+    code (system calls, interrupts, bottom halves, kernel threads).
+    """
+    c = s.cache
+    ntypes = c.served.shape[1]
+    app = [int(x) for x in app_classes]
+    os_ = [k for k in range(ntypes) if k not in set(app)]
+    rate = (lambda f, cls: f(cls=cls) if cls else float("nan"))
+    busy = float(s.busy_s.sum())
+    return {
+        "elapsed_s": float(s.elapsed_s),
+        "instructions": int(s.instructions.sum()),
+        "throughput": s.throughput,
+        "idle_fraction": s.idle_fraction,
+        "busy_s": busy,
+        "cycles": float(s.cycles.sum()),
+        "icache_app": rate(c.icache_hit_rate, app),
+        "icache_os": rate(c.icache_hit_rate, os_),
+        "dcache_app": rate(c.dcache_hit_rate, app),
+        "dcache_os": rate(c.dcache_hit_rate, os_),
+        "l2_hit": c.hit_rate(1, (0, 1, 2)),
+        "l3_hit": c.hit_rate(2, (0, 1, 2)),
+        "migrations": int(s.migrations.sum()),
+        "migration_cycles": float(s.migration_cycles.sum()),
+        "switches": int(s.switches.sum()),
+        "steals": int(s.steals.sum()),
+        "wait_mean_s": s.wait_s / s.waits if s.waits else float("nan"),
+        "irq_latency_mean_s": s.irq_latency_s / s.irqs if s.irqs else float("nan"),
+        "events": int(s.events),
+        "events_per_s": s.events_per_s,
+        "fairness": s.jain_fairness(),
+        "energy_j": float(s.energy_j.sum()),
+    }

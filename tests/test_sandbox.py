@@ -1,0 +1,250 @@
+"""The scheduler sandbox: workload model, engine invariants under every policy, a plain-Python
+twin of the replay, and the as-traced replay of a real shipped trace."""
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from models_twins import SlowHierarchy
+from sandbox_factory import FIRST, START, tiny
+from test_models_caches import small_hier
+
+from pysched.models.cores.config import big_core
+from pysched.models.cores.timing import stall_table
+from pysched.models.machine import MachineConfig
+from pysched.policies import REGISTRY, describe, get_policy
+from pysched.sandbox import SandboxConfig, simulate
+from pysched.sandbox.engine import Engine
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def machine(cores: int, **hier) -> MachineConfig:
+    return MachineConfig(small_hier(cores=cores, **hier), tuple(big_core() for _ in range(cores)))
+
+
+def run_logged(w, fp, policy: str, cores: int, load: int = 1, max_chunk: int = 20_000):
+    eng = Engine(w, fp, get_policy(policy), SandboxConfig(machine(cores), load=load,
+                                                          max_chunk=max_chunk))
+    eng.log = []
+    epochs = eng.run()
+    return eng, epochs
+
+
+def check_invariants(eng: Engine) -> None:
+    """What must hold whatever the policy (issue 10, item 7)."""
+    w, n = eng.w, eng.n
+    chunks = defaultdict(list)
+    for g, c, t0, t1, lo, hi in eng.log:
+        chunks[g].append((t0, t1, lo, hi, c))
+    assert eng.done_items == n * eng.K
+    for g in range(n * eng.K):
+        cs = sorted(chunks[g])
+        # every instruction of every copy runs exactly once, in order
+        assert [(lo, hi) for _, _, lo, hi, _ in cs] == \
+            list(zip([0] + [hi for *_, hi, _ in cs[:-1]], [hi for *_, hi, _ in cs]))
+        assert cs[-1][3] == w.insns[g % n]
+        # an item never runs on two cores at once
+        for a, b in zip(cs, cs[1:]):
+            assert a[1] <= b[0] + 1e-15
+    first = {g: min(x[0] for x in cs) for g, cs in chunks.items()}
+    last = {g: max(x[1] for x in cs) for g, cs in chunks.items()}
+    for copy in range(eng.K):
+        base = copy * n
+        # a thread's work stays in order
+        for t in range(w.ntasks):
+            its = w.task_items[w.task_ptr[t]:w.task_ptr[t + 1]]
+            for a, b in zip(its, its[1:]):
+                assert last[base + a] <= first[base + b] + 1e-15
+        # no woken item runs before its waker reached the wake-up
+        for i in np.flatnonzero(w.dep_item >= 0).tolist():
+            d, off = int(w.dep_item[i]), int(w.dep_offset[i])
+            reach = min(t1 for t0, t1, lo, hi, c in chunks[base + d] if hi >= off)
+            assert first[base + i] >= reach - 1e-15
+
+
+@st.composite
+def workloads(draw):
+    nthreads = draw(st.integers(1, 3))
+    threads = []
+    for _ in range(nthreads):
+        k = draw(st.integers(1, 4))
+        items = []
+        for j in range(k):
+            ty = 0 if j % 2 == 0 else draw(st.integers(1, 3))
+            items.append((0, draw(st.integers(1, 60)), ty, FIRST if j == 0 else START))
+        threads.append(items)
+    nirq = draw(st.integers(0, 3))
+    irqs = [(0, draw(st.integers(1, 40)), 4, draw(st.floats(0.0, 2e-7))) for _ in range(nirq)]
+    n = sum(len(t) for t in threads) + nirq
+    # wake-ups only from items listed earlier (the trace's order has no cycles)
+    deps = []
+    owner = [t for t, lst in enumerate(threads) for _ in lst] + [-1] * nirq
+    sizes = [x[1] for lst in threads for x in lst] + [x[1] for x in irqs]
+    for i in range(1, n):
+        if draw(st.booleans()) and draw(st.booleans()):
+            waker = draw(st.integers(0, i - 1))
+            if owner[waker] != owner[i] or owner[i] < 0:
+                deps.append((i, waker, draw(st.integers(0, sizes[waker]))))
+    return tiny(threads, irqs, deps, ntypes=5)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workloads(), st.sampled_from(sorted(REGISTRY)), st.integers(1, 3), st.integers(1, 2),
+       st.integers(3, 50))
+def test_invariants_hold_for_every_policy(wf, policy, cores, load, max_chunk):
+    w, fp = wf
+    eng, epochs = run_logged(w, fp, policy, cores, load, max_chunk)
+    check_invariants(eng)
+    assert eng.forced == 0
+    total = epochs[0]
+    for e in epochs[1:]:
+        total = total + e
+    assert total.instructions.sum() == w.total_insns * load
+    assert total.cache.served.sum() == sum(len(fp.icount[v]) for v in w.vcpus) * load
+
+
+def slow_as_traced(w, fp, cfg: MachineConfig, switch_cycles: int):
+    """Plain-Python twin of the replay on one core: items in traced order, each access through
+    the slow hierarchy, cycles = instructions * CPI + stalls + a switch per change of thread."""
+    core = cfg.cores[0]
+    h = SlowHierarchy(cfg.hierarchy, len(w.types))
+    stall = stall_table(cfg.hierarchy, core)
+    cycles, last_task = 0.0, -1
+    for i in sorted(range(len(w)), key=lambda i: w.run_start[w.run_ptr[i]]):
+        if w.task[i] >= 0 and w.task[i] != last_task:
+            cycles += switch_cycles
+            last_task = w.task[i]
+        for r in range(w.run_ptr[i], w.run_ptr[i + 1]):
+            addr, kind = fp.window(int(w.run_vcpu[r]), int(w.run_start[r]), int(w.run_stop[r]))
+            served = h.run(0, addr, kind, np.full(len(addr), w.type_id[i]))
+            cycles += (w.run_stop[r] - w.run_start[r]) * core.base_cpi
+            cycles += sum(stall[k, s] for k, s in zip(kind.tolist(), served))
+    return cycles, np.array(h.served)
+
+
+@settings(max_examples=25, deadline=None)
+@given(workloads(), st.integers(3, 50))
+def test_engine_agrees_with_its_plain_python_twin(wf, max_chunk):
+    w, fp = wf
+    m = machine(1)
+    res = simulate(w, fp, get_policy("as-traced"), SandboxConfig(m, max_chunk=max_chunk))
+    cycles, served = slow_as_traced(w, fp, m, 1000)
+    assert res.total.cycles.sum() == pytest.approx(cycles)
+    assert res.total.cache.served.tolist() == served.tolist()
+
+
+def test_wakeup_waits_for_the_waker_and_a_free_core_runs_it_early():
+    # Thread 0: a long application item; thread 1 sleeps until thread 0 is 100 instructions in.
+    w, fp = tiny([[(0, 1000, 0, FIRST)], [(0, 10, 1, FIRST), (0, 50, 2, START)]],
+                 deps=[(2, 0, 100)])
+    eng, _ = run_logged(w, fp, "linux", cores=2, max_chunk=400)
+    check_invariants(eng)
+    t_wake = min(t1 for g, c, t0, t1, lo, hi in eng.log if g == 0 and hi >= 100)
+    start2 = min(t0 for g, c, t0, t1, lo, hi in eng.log if g == 2)
+    end0 = max(t1 for g, c, t0, t1, lo, hi in eng.log if g == 0)
+    assert t_wake <= start2 < end0  # woken by the waker's progress, ran beside it
+
+
+def test_as_traced_single_core_keeps_traced_order():
+    w, fp = tiny([[(0, 30, 0, FIRST), (0, 20, 1, START)], [(0, 25, 0, FIRST)]],
+                 interrupts=[(0, 10, 3, 0.0)])
+    eng, _ = run_logged(w, fp, "as-traced", cores=1, max_chunk=7)
+    order = []
+    for g, *_ in eng.log:
+        if not order or order[-1] != g:
+            order.append(g)
+    assert order == [0, 1, 2, 3]
+
+
+def test_fixed_input_same_result():
+    w, fp = tiny([[(0, 300, 0, FIRST), (0, 80, 1, START), (0, 40, 0, START)],
+                  [(0, 200, 0, FIRST)]], interrupts=[(0, 30, 3, 1e-8)], deps=[(3, 1, 20)])
+    a = simulate(w, fp, get_policy("linux"), SandboxConfig(machine(2), load=3))
+    b = simulate(w, fp, get_policy("linux"), SandboxConfig(machine(2), load=3))
+    assert len(a.epochs) == len(b.epochs)
+    for x, y in zip(a.epochs, b.epochs):
+        assert x == y
+
+
+def test_registry_and_errors():
+    assert set(REGISTRY) >= {"as-traced", "linux"}
+    assert "as-traced" in describe()
+    with pytest.raises(ValueError, match="unknown policy 'nope'; registered: as-traced"):
+        get_policy("nope")
+    with pytest.raises(ValueError, match="load must be a positive integer"):
+        SandboxConfig(machine(1), load=0)
+
+
+class _Bad(type(get_policy("linux"))):
+    name = "bad"
+
+    def sf_start(self, work, core):
+        return 99
+
+
+def test_a_policy_returning_a_bad_core_is_named():
+    w, fp = tiny([[(0, 10, 0, FIRST), (0, 10, 1, START)]])
+    with pytest.raises(ValueError, match="policy 'bad' returned core 99 from its placement"):
+        simulate(w, fp, _Bad(), SandboxConfig(machine(2)))
+
+
+# --- a real shipped trace ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def dss_mem():
+    from pysched.sandbox import build_footprint, build_workload
+    from pysched.superfunctions import segment
+    from pysched.trace import open_trace
+    trace = open_trace(DATA / "dss-mem")
+    seg = segment(trace)
+    w = build_workload(seg, trace, name="dss")
+    return seg, w, build_footprint(trace, w.vcpus)
+
+
+def test_workload_covers_every_non_scheduler_instruction(dss_mem):
+    seg, w, fp = dss_mem
+    p = seg.pieces[~seg.pieces["sched"]]
+    assert w.total_insns == int((p["stop"] - p["start"]).sum())
+    assert fp.data  # dss-mem has the mem table: loads and stores are replayed
+    # every run is a kept piece (or several adjacent ones)
+    for v in w.vcpus:
+        runs = sorted(zip(w.run_start[w.run_vcpu == v], w.run_stop[w.run_vcpu == v]))
+        pv = p[p["vcpu"] == v].sort_values("start")
+        assert sum(b - a for a, b in runs) == int((pv["stop"] - pv["start"]).sum())
+
+
+def test_as_traced_replays_each_vcpu_in_traced_order(dss_mem):
+    seg, w, fp = dss_mem
+    eng = Engine(w, fp, get_policy("as-traced"),
+                 SandboxConfig(machine(len(w.vcpus)), max_chunk=50_000))
+    eng.log = []
+    eng.run()
+    per_core = defaultdict(list)
+    for g, c, t0, t1, lo, hi in eng.log:
+        i = g % eng.n
+        for r in range(w.run_ptr[i], w.run_ptr[i + 1]):
+            before = eng.run_before[r]
+            a = max(lo - before, 0)
+            b = min(hi - before, w.run_stop[r] - w.run_start[r])
+            if a < b:
+                per_core[c].append((int(w.run_vcpu[r]), int(w.run_start[r] + a),
+                                    int(w.run_start[r] + b)))
+    p = seg.pieces[~seg.pieces["sched"]]
+    for k, v in enumerate(w.vcpus):
+        got = per_core[k]
+        assert all(x[0] == v for x in got)
+        # each vCPU's instructions, exactly, in traced order (item by item)
+        starts = [x[1] for x in got]
+        assert sum(x[2] - x[1] for x in got) == int((p[p.vcpu == v].stop - p[p.vcpu == v].start).sum())
+        items = []
+        for g, c, *_ in eng.log:
+            if c == k and (not items or items[-1] != g):
+                items.append(g)
+        first = [int(w.run_start[w.run_ptr[g]]) for g in items]
+        assert first == sorted(first)
+        assert len(set(starts)) == len(starts)
