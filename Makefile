@@ -22,7 +22,7 @@ DATA_MEM_WORKLOAD := dss
 DATA_MEM_ARGS := --vcpus 2 --roi-insns 14M --data-accesses --compact 19
 
 .PHONY: setup plugin guest run demo test test-all bench bench-tracer clean bench-models trace \
-	data bench-analysis
+	data bench-analysis bench-sandbox
 
 setup:
 	bash scripts/setup.sh
@@ -71,7 +71,7 @@ test: plugin guest
 test-all: plugin guest
 	$(PY) -m pytest -q
 
-bench: bench-tracer bench-models bench-analysis
+bench: bench-tracer bench-models bench-analysis bench-sandbox
 
 bench-tracer: plugin guest
 	$(PY) benchmarks/tracer.py --out benchmarks/results/tracer.json
@@ -88,3 +88,8 @@ bench-models: setup
 # shipped trace and a >= 1 G-instruction trace (recorded under /tmp when missing).
 bench-analysis: plugin guest
 	$(PY) benchmarks/analysis.py --out benchmarks/results/analysis.json
+
+# The scheduler sandbox: simulated instructions per wall second and peak memory, 8 cores at 4X
+# on the largest shipped trace, and how it grows with twice the work and twice the cores.
+bench-sandbox: setup
+	$(PY) benchmarks/sandbox.py --out benchmarks/results/sandbox.json

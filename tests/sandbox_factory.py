@@ -73,10 +73,10 @@ def tiny(threads, interrupts=(), deps=(), vcpus=(0,), ntypes=None):
         for it, (s, e, rv) in enumerate(zip(run_start, run_stop, run_vcpu)):
             if rv == v:
                 owner[s:e] = type_id[it]
-        ic[v] = icount
-        ad[v] = (owner[icount].astype(np.uint64) * np.uint64(4096)
-                 + (icount.astype(np.uint64) % np.uint64(256)) * np.uint64(16))
-        kd[v] = np.zeros(len(icount), dtype=np.uint8)
+        ic[v] = icount.astype(np.uint32)
+        # line numbers: 64 lines per type's 4 KiB page, 4 instructions per line
+        ad[v] = (owner[icount] * 64 + (icount // 16) % 64).astype(np.uint32)
+        kd[v] = None
     return w, Footprint(64, False, ic, ad, kd)
 
 

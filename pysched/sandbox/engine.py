@@ -230,6 +230,13 @@ class Engine:
         for i in np.flatnonzero(np.diff(w.run_ptr) > 1).tolist():
             lo, hi = w.run_ptr[i], w.run_ptr[i + 1]
             self.run_before[lo:hi] = np.cumsum(lens[lo:hi]) - lens[lo:hi]
+        # Each run's accesses: positions [run_alo, run_ahi) in its vCPU's footprint.
+        self.run_alo = np.zeros(len(lens), dtype=np.int64)
+        self.run_ahi = np.zeros(len(lens), dtype=np.int64)
+        for v in w.vcpus:
+            m = w.run_vcpu == v
+            self.run_alo[m] = footprint.index(v, w.run_start[m])
+            self.run_ahi[m] = footprint.index(v, w.run_stop[m])
         # Who waits for whom: per waker item, (offset, dependent) sorted by offset.
         deps = np.flatnonzero(w.dep_item >= 0)
         order = np.lexsort((w.dep_offset[deps], w.dep_item[deps]))
@@ -406,13 +413,15 @@ class Engine:
         w, i = self.w, g % self.n
         r0, r1 = int(w.run_ptr[i]), int(w.run_ptr[i + 1])
         before = self.run_before
-        j = r0 + int(np.searchsorted(before[r0:r1], lo, side="right")) - 1
+        j = r0 if r1 - r0 == 1 else r0 + int(np.searchsorted(before[r0:r1], lo, "right")) - 1
         addrs, kinds = [], []
+        fp = self.fp
         while j < r1 and before[j] < hi:
-            s = int(w.run_start[j])
-            a = s + max(lo - int(before[j]), 0)
-            b = s + min(hi - int(before[j]), int(w.run_stop[j] - s))
-            ad, kd = self.fp.window(int(w.run_vcpu[j]), a, b)
+            v, s, b0 = int(w.run_vcpu[j]), int(w.run_start[j]), int(before[j])
+            n = int(w.run_stop[j]) - s
+            a = int(self.run_alo[j]) if lo <= b0 else int(fp.index(v, [s + lo - b0])[0])
+            b = int(self.run_ahi[j]) if hi >= b0 + n else int(fp.index(v, [s + hi - b0])[0])
+            ad, kd = fp.take(v, a, b)
             addrs.append(ad)
             kinds.append(kd)
             j += 1
