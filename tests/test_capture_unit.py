@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import shutil
 import stat
@@ -238,23 +239,40 @@ def _fake_guest(tmp_path: Path) -> gst.GuestImage:
 
 
 def test_manifest_fields(tmp_path: Path) -> None:
-    argv = ["qemu-system-x86_64", "-M", "q35"]
+    out = tmp_path / "my trace"
+    argv = ["qemu-system-x86_64", "-M", "q35", "-kernel", "/b/guest/vmlinuz",
+            "-drive", "file=/b/guest/debian/root.img,if=virtio,format=raw,snapshot=on",
+            "-serial", "file:/tmp/pysched-trace-ab/modules.txt",
+            "-plugin", f"/p/lib.so,out={out},sysmap=/b/guest/System.map,ram=512M"]
     result = qm.QemuResult(returncode=0, timed_out=False, wall_seconds=12.3456, stderr="")
+    plugin = tmp_path / "lib.so"
+    plugin.write_bytes(b"plugin")
+    (tmp_path / "vmlinuz").write_bytes(b"kernel")
     m = cmdmod.build_manifest(
         command="echo hi", date="2025-01-02T03:04:05Z", guest=_fake_guest(tmp_path),
-        qemu_version="QEMU emulator version 10.0.2", plugin=Path("/p/lib.so"),
-        plugin_options="out=/o,sysmap=/m,ram=512M", vcpus=2, ram_mib=512, roi="marker",
-        data_accesses=False, timeout=600.0, argv=argv, result=result,
-        console_text=con.console_text(_console(rc=0).encode()),
+        qemu_version="QEMU emulator version 10.0.2", plugin=plugin,
+        plugin_options=f"out={out},sysmap=/b/guest/System.map,ram=512M", vcpus=2, ram_mib=512,
+        roi="marker", data_accesses=False, timeout=600.0, argv=argv, result=result,
+        console_text=con.console_text(_console(rc=0).encode()), out_dir=out,
     )
     json.dumps(m)  # JSON-ready
     assert m["command"] == "echo hi"
     assert m["date"] == "2025-01-02T03:04:05Z"
     assert m["kernel_version"] == "6.1.0-56-amd64"
     assert m["qemu_version"].startswith("QEMU emulator version")
-    assert m["plugin"] == "/p/lib.so"
-    assert m["plugin_options"] == "out=/o,sysmap=/m,ram=512M"
-    assert (m["vcpus"], m["ram"], m["qemu_argv"]) == (2, "512M", argv)
+    # No path of the capturing machine: names, "." for the trace, and content hashes.
+    assert m["plugin"] == "lib.so"
+    assert m["plugin_options"] == "out=.,sysmap=System.map,ram=512M"
+    assert m["qemu_argv"] == ["qemu-system-x86_64", "-M", "q35", "-kernel", "vmlinuz", "-drive",
+                              "file=root.img,if=virtio,format=raw,snapshot=on", "-serial",
+                              "file:modules.txt", "-plugin",
+                              "lib.so,out=.,sysmap=System.map,ram=512M"]
+    assert str(tmp_path) not in json.dumps(m)
+    assert m["inputs"]["plugin"] == {"name": "lib.so",
+                                     "sha256": hashlib.sha256(b"plugin").hexdigest()}
+    assert m["inputs"]["kernel"]["name"] == "vmlinuz" and len(m["inputs"]["kernel"]["sha256"]) == 64
+    assert m["complete"] is True and m["outcome"]["status"] == "ok"
+    assert (m["vcpus"], m["ram"]) == (2, "512M")
     assert m["guest_exit_status"] == 0
     assert m["qemu_exit_status"] == 0 and m["timed_out"] is False
     assert m["wall_seconds"] == pytest.approx(12.346)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pysched.capture import console as con
+from pysched.capture import runfiles as rf
 from pysched.capture.guest import GuestNotBuiltError, locate_guest
 from pysched.capture.qemu import CPU_MODEL, default_plugin_path
 from pysched.trace import open_trace
@@ -113,3 +114,47 @@ def _irq_names(manifest: dict) -> dict[str, str]:
     """``{irq name: its /proc/interrupts line}`` of the "after" snapshot."""
     lines = manifest["interrupts"]["after"]["raw"].splitlines()[1:]
     return {ln.partition(":")[0].strip(): ln for ln in lines if ":" in ln}
+
+
+def _wait_for(cond, seconds: float, what: str) -> None:
+    end = time.monotonic() + seconds
+    while not cond():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out after {seconds} s waiting for {what}")
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
+def test_stopped_trace_leaves_no_qemu(tmp_path: Path, sig: int) -> None:
+    _guest()
+    tmpdirs = tmp_path / "tmp"
+    tmpdirs.mkdir()
+    out = tmp_path / "t"
+    # A command that would run for many minutes, in the region.
+    p = subprocess.Popen([sys.executable, "-m", "pysched.cli", "trace", "--guest", "busybox",
+                          "--cmd", "echo SPINNING; spin 1000000", "--out", str(out), "--vcpus", "2"],
+                         env={**os.environ, "TMPDIR": str(tmpdirs)}, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: (out / "console.log").is_file()
+                  and b"SPINNING" in (out / "console.log").read_bytes(), 120, "the command")
+        (run_dir,) = tmpdirs.glob(rf.TMP_PREFIX + "*")
+        owners = (run_dir / rf.OWNER_FILE).read_text().split()
+        assert len(owners) == 2  # pysched and QEMU
+        p.send_signal(sig)
+        p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    # QEMU goes too (SIGKILL: the kernel's parent-death signal; SIGTERM: pysched stops it).
+    _wait_for(lambda: not any(rf._alive(o) for o in owners), 60, "QEMU to exit")
+    assert not (out / "manifest.json").exists()  # an incomplete trace
+    info = json.loads((out / "plugin.json").read_text())
+    assert info["final"] and info["recording"]  # tables closed; the region was open
+    if sig == signal.SIGTERM:
+        assert p.returncode == 128 + signal.SIGTERM
+        assert "incomplete trace" in p.stderr.read()
+        assert not run_dir.exists() and not (out / rf.OUT_LOCK).exists()
+    else:
+        assert rf.remove_stale_tmpdirs(tmpdirs) == [run_dir]
