@@ -110,6 +110,16 @@ def test_proc_snapshots_are_outside_the_region(run: Path) -> None:
     assert sum(after[serial]) - sum(before[serial]) <= 10, (before[serial], after[serial])
 
 
+def test_finished_trace_is_marked_complete(run: Path) -> None:
+    m = json.loads((run / "manifest.json").read_text())
+    assert m["complete"] is True and m["incomplete_reason"] is None
+    assert m["outcome"] == {"status": "ok", "failure": None, "criterion": None,
+                            "criterion_met": None}
+    assert str(run) not in json.dumps(m) and "/work/" not in json.dumps(m)
+    assert not (run / "mem").exists()  # no data accesses asked for: no empty table folder
+    assert not (run / rf.OUT_LOCK).exists()
+
+
 def _irq_names(manifest: dict) -> dict[str, str]:
     """``{irq name: its /proc/interrupts line}`` of the "after" snapshot."""
     lines = manifest["interrupts"]["after"]["raw"].splitlines()[1:]
