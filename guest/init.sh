@@ -2,10 +2,10 @@
 # /init of the pysched test guest (busybox initramfs, console on ttyS0).
 #
 # Runs /cmd.sh, which is not part of the base image: `pysched trace` appends a second cpio
-# archive holding it (the kernel unpacks concatenated archives in order). The region of interest
-# (roi begin ... roi end) spans the command and the /proc snapshots around it: roi_start and
-# roi_stop of the Debian guest's workloads/lib.sh (installed as /run/pysched/lib.sh), whose
-# console lines pysched parses.
+# archive holding it and the current /run/pysched/lib.sh (the kernel unpacks concatenated
+# archives in order). The region of interest (roi begin ... roi end) spans the command: roi_start
+# and roi_stop of the Debian guest's workloads/lib.sh read the /proc snapshots just outside it
+# and print them after it, in the console lines pysched parses.
 
 /bin/busybox mkdir -p /proc /sys /dev /tmp /bin /sbin /usr/bin /usr/sbin
 /bin/busybox mount -t proc proc /proc

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import shutil
 import stat
@@ -44,16 +45,17 @@ softirq 1035 0 146 0 0 0 0 1 532 0 356
 """
 
 
-def _console(rc: int = 0, output: str = "hello\nnumbers 12 13\n") -> str:
-    """A console log as QEMU writes it: CRLF line ends, firmware escapes on the first line."""
+def _console(rc: int = 0, output: str = "hello\nnumbers 12 13\n", old: bool = False) -> str:
+    """A console log as QEMU writes it: CRLF line ends, firmware escapes on the first line.
+    The snapshots follow the command's output; ``old``: the "before" ones precede it (the
+    layout of traces made before the snapshots moved out of the region)."""
     after_irq = INTERRUPTS.replace("579", "600")
     after_stat = STAT.replace("ctxt 1217", "ctxt 1300")
+    before = "=== /proc/interrupts before ===\n" + INTERRUPTS + "=== /proc/stat before ===\n" + STAT
     text = (
         "SeaBIOS (version 1.16.3)\n"
         "Booting from ROM..\x1bc\x1b[?7l\x1b[2J\x1b[0m.=== PYSCHED BEGIN ===\n"
-        "=== /proc/interrupts before ===\n" + INTERRUPTS
-        + "=== /proc/stat before ===\n" + STAT
-        + output
+        + (before + output if old else output + before)
         + "=== /proc/interrupts after ===\n" + after_irq
         + "=== /proc/stat after ===\n" + after_stat
         + f"=== PYSCHED EXIT {rc} ===\n"
@@ -108,14 +110,16 @@ def test_cmd_archive_holds_executable_cmd_sh(tmp_path: Path) -> None:
     raw = gzip.decompress(gst.cmd_archive("echo one\necho two"))
     archive = tmp_path / "cmd.cpio"
     archive.write_bytes(raw)
-    (line,) = _cpio_list(archive)
-    assert line.split()[0] == "-rwxr-xr-x"
-    assert line.split()[-1] == "cmd.sh"
+    modes = {ln.split()[-1]: ln.split()[0] for ln in _cpio_list(archive)}
+    assert modes == {"cmd.sh": "-rwxr-xr-x", "run": "drwxr-xr-x", "run/pysched": "drwxr-xr-x",
+                     "run/pysched/lib.sh": "-rw-r--r--"}
     dest = tmp_path / "x"
     dest.mkdir()
     subprocess.run(["cpio", "-id", "--quiet", "-F", str(archive)], cwd=dest, check=True)
     script = (dest / "cmd.sh").read_text()
     assert script.endswith("echo one\necho two\n")
+    # The run brings the current roi_start/roi_stop, whatever the base image holds.
+    assert (dest / "run/pysched/lib.sh").read_bytes() == (gst.GUEST_SRC_DIR / "workloads/lib.sh").read_bytes()
 
 
 def test_cmd_archive_is_reproducible() -> None:
@@ -169,8 +173,9 @@ def test_parse_stat() -> None:
     assert fields["softirq"][0] == 1035
 
 
-def test_proc_sections_and_exit_status() -> None:
-    text = con.console_text(_console(rc=0).encode())
+@pytest.mark.parametrize("old", [False, True], ids=["snapshots-after", "old-layout"])
+def test_proc_sections_and_exit_status(old: bool) -> None:
+    text = con.console_text(_console(rc=0, old=old).encode())
     assert "\r" not in text
     s = con.proc_sections(text)
     assert s["interrupts_before"] == INTERRUPTS  # raw text, trailing blanks included
@@ -180,6 +185,8 @@ def test_proc_sections_and_exit_status() -> None:
     assert s["stat_after"].splitlines()[4] == "ctxt 1300"
     assert con.guest_exit_status(text) == 0
     assert con.command_output(text) == "hello\nnumbers 12 13\n"
+    assert con.guest_messages(text) == "hello\nnumbers 12 13\n=== PYSCHED EXIT 0 ===\n" \
+        "[    4.003876] reboot: Power down\n"
 
 
 def test_exit_status_missing_or_nonzero() -> None:
@@ -232,23 +239,40 @@ def _fake_guest(tmp_path: Path) -> gst.GuestImage:
 
 
 def test_manifest_fields(tmp_path: Path) -> None:
-    argv = ["qemu-system-x86_64", "-M", "q35"]
+    out = tmp_path / "my trace"
+    argv = ["qemu-system-x86_64", "-M", "q35", "-kernel", "/b/guest/vmlinuz",
+            "-drive", "file=/b/guest/debian/root.img,if=virtio,format=raw,snapshot=on",
+            "-serial", "file:/tmp/pysched-trace-ab/modules.txt",
+            "-plugin", f"/p/lib.so,out={out},sysmap=/b/guest/System.map,ram=512M"]
     result = qm.QemuResult(returncode=0, timed_out=False, wall_seconds=12.3456, stderr="")
+    plugin = tmp_path / "lib.so"
+    plugin.write_bytes(b"plugin")
+    (tmp_path / "vmlinuz").write_bytes(b"kernel")
     m = cmdmod.build_manifest(
         command="echo hi", date="2025-01-02T03:04:05Z", guest=_fake_guest(tmp_path),
-        qemu_version="QEMU emulator version 10.0.2", plugin=Path("/p/lib.so"),
-        plugin_options="out=/o,sysmap=/m,ram=512M", vcpus=2, ram_mib=512, roi="marker",
-        data_accesses=False, timeout=600.0, argv=argv, result=result,
-        console_text=con.console_text(_console(rc=0).encode()),
+        qemu_version="QEMU emulator version 10.0.2", plugin=plugin,
+        plugin_options=f"out={out},sysmap=/b/guest/System.map,ram=512M", vcpus=2, ram_mib=512,
+        roi="marker", data_accesses=False, timeout=600.0, argv=argv, result=result,
+        console_text=con.console_text(_console(rc=0).encode()), out_dir=out,
     )
     json.dumps(m)  # JSON-ready
     assert m["command"] == "echo hi"
     assert m["date"] == "2025-01-02T03:04:05Z"
     assert m["kernel_version"] == "6.1.0-56-amd64"
     assert m["qemu_version"].startswith("QEMU emulator version")
-    assert m["plugin"] == "/p/lib.so"
-    assert m["plugin_options"] == "out=/o,sysmap=/m,ram=512M"
-    assert (m["vcpus"], m["ram"], m["qemu_argv"]) == (2, "512M", argv)
+    # No path of the capturing machine: names, "." for the trace, and content hashes.
+    assert m["plugin"] == "lib.so"
+    assert m["plugin_options"] == "out=.,sysmap=System.map,ram=512M"
+    assert m["qemu_argv"] == ["qemu-system-x86_64", "-M", "q35", "-kernel", "vmlinuz", "-drive",
+                              "file=root.img,if=virtio,format=raw,snapshot=on", "-serial",
+                              "file:modules.txt", "-plugin",
+                              "lib.so,out=.,sysmap=System.map,ram=512M"]
+    assert str(tmp_path) not in json.dumps(m)
+    assert m["inputs"]["plugin"] == {"name": "lib.so",
+                                     "sha256": hashlib.sha256(b"plugin").hexdigest()}
+    assert m["inputs"]["kernel"]["name"] == "vmlinuz" and len(m["inputs"]["kernel"]["sha256"]) == 64
+    assert m["complete"] is True and m["outcome"]["status"] == "ok"
+    assert (m["vcpus"], m["ram"]) == (2, "512M")
     assert m["guest_exit_status"] == 0
     assert m["qemu_exit_status"] == 0 and m["timed_out"] is False
     assert m["wall_seconds"] == pytest.approx(12.346)

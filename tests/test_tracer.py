@@ -37,7 +37,13 @@ def pysched(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("trace") / "t"
-    cmd = f"sysloop {SYSLOOP_N}; int80 {INT80_N}; spin 20 & spin 20 & wait"
+    # The harness reads /proc/interrupts outside the region: the command reads it inside,
+    # between marks, for test_timer_interrupts_match_proc_interrupts.
+    cmd = ("roi mark 101; cat /proc/interrupts > /tmp/i0; roi mark 102; "
+           f"sysloop {SYSLOOP_N}; int80 {INT80_N}; spin 20 & spin 20 & wait; "
+           "roi mark 103; cat /proc/interrupts > /tmp/i1; roi mark 104; "
+           "echo '=== test interrupts before ==='; cat /tmp/i0; "
+           "echo '=== test interrupts after ==='; cat /tmp/i1")
     r = pysched("trace", "--guest", "busybox", "--cmd", cmd, "--out", str(out), "--vcpus", "2")
     assert r.returncode == 0, r.stderr
     return out
@@ -109,7 +115,7 @@ def test_int80_syscalls(traced: Path) -> None:
 
 
 def proc_interrupt_counts(console: str, which: str) -> list[int]:
-    section = console.split(f"=== /proc/interrupts {which} ===", 1)[1]
+    section = console.split(f"=== test interrupts {which} ===", 1)[1]
     for line in section.splitlines():
         if line.strip().startswith("LOC:"):
             return [int(x) for x in line.split()[1:3]]

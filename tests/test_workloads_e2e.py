@@ -104,14 +104,31 @@ def test_every_workload_has_a_slow_test() -> None:
     assert set(EVIDENCE) | {"find"} == set(WORKLOADS)
 
 
-@pytest.mark.slow
-def test_failing_workload_fails_the_run(tmp_path: Path) -> None:
+def _debian_guest_or_skip() -> None:
     try:
         locate_debian_guest()
     except GuestNotBuiltError as e:
         pytest.skip(str(e))
+
+
+@pytest.mark.slow
+def test_failing_workload_fails_the_run(tmp_path: Path) -> None:
+    _debian_guest_or_skip()
     r = pysched("trace", "filesrv", "--out", str(tmp_path / "f"), "--param", "threads=0")
     assert r.returncode == 1
     assert "fsbench: bad value '0' for -t" in r.stderr
     assert "ended before the region did" in r.stderr
     assert "the workload exited with status 1" in r.stderr
+
+
+@pytest.mark.slow
+def test_unmet_success_criterion_fails_the_run(tmp_path: Path) -> None:
+    _debian_guest_or_skip()
+    out = tmp_path / "a"
+    r = pysched("trace", "apache", "--out", str(out), "--param", "path=/nonexistent",
+                "--roi-seconds", "3")
+    assert r.returncode == 1
+    assert "requests got an answer other than 2xx" in r.stderr
+    outcome = json.loads((out / "manifest.json").read_text())["outcome"]
+    assert outcome["status"] == "failed" and outcome["criterion_met"] is False
+    assert "other than 2xx" in outcome["failure"]

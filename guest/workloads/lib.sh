@@ -1,12 +1,16 @@
 # Shell functions shared by the guest's stage-2 init and the workload scripts (dash).
 #
-# The busybox test guest's /init (guest/init.sh) uses roi_start / roi_stop too.
+# The busybox test guest's /init (guest/init.sh) uses roi_start / roi_stop too; pysched trace
+# sends this file with every run (in the run's archive), so it needs no image rebuild.
 #
-# roi_start / roi_stop open and close the region of interest. The console lines they print and
-# the marks 101-104 around the /proc/interrupts readings are what pysched and the tests parse
-# (pysched/capture/console.py).
+# roi_start / roi_stop open and close the region of interest. The guest's /proc/interrupts and
+# /proc/stat are read just outside the region, into files on a RAM file system, and printed to
+# the console only after it has closed: the region holds neither the reading processes nor the
+# serial console's interrupts of printing them (about 2 kB per snapshot). The console lines are
+# what pysched parses (pysched/capture/console.py).
 
 PYSCHED_ROI_FLAG=/run/pysched/roi-open
+PYSCHED_PROC_DIR=/run/pysched/proc
 
 # From here on this shell and what it starts (roi, cat) run at a high priority: under a load of
 # dozens of runnable threads each of those small processes would otherwise wait seconds for a
@@ -21,26 +25,33 @@ roi_start() {
     if [ "${PYSCHED_MODE:-}" != cmd ]; then
         roi_raise_priority
     fi
-    # The flag first: its file creation stays out of the region.
+    # The flag and the snapshot first: their files and processes stay out of the region.
     : > "$PYSCHED_ROI_FLAG"
+    proc_snapshot before
     roi begin
-    echo "=== /proc/interrupts before ==="
-    roi mark 101
-    cat /proc/interrupts
-    roi mark 102
-    echo "=== /proc/stat before ==="
-    cat /proc/stat
 }
 
 roi_stop() {
-    echo "=== /proc/interrupts after ==="
-    roi mark 103
-    cat /proc/interrupts
-    roi mark 104
-    echo "=== /proc/stat after ==="
-    cat /proc/stat
     roi end
+    proc_snapshot after
     rm -f "$PYSCHED_ROI_FLAG"
+    proc_print before
+    proc_print after
+}
+
+# proc_snapshot WHEN: read /proc/interrupts and /proc/stat into $PYSCHED_PROC_DIR.
+proc_snapshot() {
+    mkdir -p "$PYSCHED_PROC_DIR"
+    cat /proc/interrupts > "$PYSCHED_PROC_DIR/interrupts.$1"
+    cat /proc/stat > "$PYSCHED_PROC_DIR/stat.$1"
+}
+
+# proc_print WHEN: the snapshot on the console, each file under its "=== ... ===" header.
+proc_print() {
+    echo "=== /proc/interrupts $1 ==="
+    cat "$PYSCHED_PROC_DIR/interrupts.$1"
+    echo "=== /proc/stat $1 ==="
+    cat "$PYSCHED_PROC_DIR/stat.$1"
 }
 
 roi_close_if_open() {

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
+import math
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -31,17 +32,18 @@ from typing import Any
 from pysched.capture import console as con
 from pysched.capture import guest as gst
 from pysched.capture import peers as prs
+from pysched.capture import manifest as mf
 from pysched.capture import qemu as qm
+from pysched.capture import runfiles as rf
 from pysched.capture import workloads as wl
 from pysched.capture.compact import DEFAULT_LEVEL as COMPACT_LEVEL
 from pysched.capture.compact import compact_trace
-from pysched.capture.manifest import MANIFEST_VERSION, build_manifest
+from pysched.capture.manifest import MANIFEST, MANIFEST_VERSION, build_manifest
 from pysched.capture.monitor import RunMonitor
 from pysched.capture.roiwatch import bound_shortfall, read_plugin_info
 
 CONSOLE_LOG = "console.log"
 QEMU_STDERR_LOG = "qemu-stderr.log"
-MANIFEST = "manifest.json"
 PEER_LOG = "peer.log"
 SYSTEM_MAP_GZ = "System.map.gz"
 MODULES_MAP_GZ = "modules.map.gz"
@@ -138,6 +140,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--guest-dir", type=Path, default=None, help=argparse.SUPPRESS)
 
 
+#: Largest instruction count: the plugin keeps counts in signed 64-bit integers.
+MAX_COUNT = 2**63 - 1
+
 _COUNT_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)\s*")
 
 
@@ -155,6 +160,8 @@ def parse_count(text: str) -> int:
     n = int(float(m.group(1)) * {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}[m.group(2).lower()])
     if n <= 0:
         raise argparse.ArgumentTypeError(f"bad count {text!r}: must be positive")
+    if n > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"bad count {text!r}: at most {MAX_COUNT:,}")
     return n
 
 
@@ -174,16 +181,27 @@ def check_out_dir(out: Path) -> Path:
     Raises
     ------
     TraceUsageError
-        When it is a file or a non-empty directory; the message names it.
+        When it is a file, a non-empty directory, or cannot be created or written; the message
+        names it.
     """
     out = out.expanduser().absolute()
-    if out.exists():
-        if not out.is_dir():
-            raise TraceUsageError(f"output path {out} exists and is not a directory")
-        if any(out.iterdir()):
-            raise TraceUsageError(
-                f"output directory {out} is not empty; choose a new directory or empty it"
-            )
+    try:
+        if out.exists():
+            if not out.is_dir():
+                raise TraceUsageError(f"output path {out} exists and is not a directory")
+            if any(out.iterdir()):
+                raise TraceUsageError(
+                    f"output directory {out} is not empty; choose a new directory or empty it"
+                )
+    except PermissionError as e:
+        raise TraceUsageError(f"cannot read the output directory {out}: {e.strerror}") from None
+    parent = _existing_parent(out)
+    if not parent.is_dir():
+        raise TraceUsageError(f"cannot create the output directory {out}: {parent} is not a "
+                              "directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise TraceUsageError(f"cannot create the output directory {out}: {parent} is not "
+                              "writable")
     return out
 
 
@@ -255,6 +273,33 @@ def plan_run(args: argparse.Namespace) -> RunPlan:
     FileNotFoundError
         When QEMU is missing.
     """
+    workload = _check_request(args)
+    check_numbers(args, workload)
+    params = _workload_params(workload, args.param)
+    out = check_out_dir(args.out)
+    try:
+        ram_mib = qm.parse_ram(args.ram)
+    except ValueError as e:
+        raise TraceUsageError(f"--ram: {e}") from None
+    guest = gst.locate(args.guest or "debian", args.guest_dir)
+    qemu = qm.find_qemu()
+    plugin = None if args.no_plugin else resolve_plugin(args.plugin)
+    options = _plugin_options(args, plugin, out, guest, ram_mib)
+    if workload is not None and workload.peer is not None:
+        _check_peer(workload, params, guest)
+    check_free_space(out, MIN_FREE_OUT_MB, f"the trace in {out}")
+    if guest.kind == "debian":
+        check_free_space(Path(tempfile.gettempdir()), MIN_FREE_TMP_MB,
+                         "the guest disk's copy-on-write overlay (set TMPDIR to move it)")
+    return RunPlan(out=out, guest=guest, qemu=qemu, plugin=plugin, options=options,
+                   ram_mib=ram_mib, boot_timeout=_boot_timeout(args), workload=workload,
+                   params=params, roi_seconds=_roi_seconds(args, workload, guest.kind),
+                   roi_insns=args.roi_insns)
+
+
+def _check_request(args: argparse.Namespace) -> wl.Workload | None:
+    """What to run: the workload (None for ``--cmd``), after checking that the options that go
+    with one or the other fit."""
     if args.workload is None and args.cmd is None:
         raise TraceUsageError("name a workload or give --cmd; workloads: " + wl.known_names())
     if args.workload is not None and args.cmd is not None:
@@ -267,82 +312,128 @@ def plan_run(args: argparse.Namespace) -> RunPlan:
             workload = wl.get(args.workload)
         except wl.UnknownWorkloadError as e:
             raise TraceUsageError(str(e)) from None
-    kind = args.guest or "debian"
-    if kind == "busybox":
-        if workload is not None:
-            raise TraceUsageError("the workloads run on the Debian guest; --guest busybox "
-                                  "takes --cmd only")
+    if args.guest == "busybox" and workload is not None:
+        raise TraceUsageError("the workloads run on the Debian guest; --guest busybox "
+                              "takes --cmd only")
     if args.param and workload is None:
         raise TraceUsageError("--param sets a workload's parameters; --cmd runs take none")
     if args.roi_seconds is not None and workload is None:
         raise TraceUsageError("--roi-seconds bounds a workload's region; a --cmd region is "
                               "the command (bound it with --roi-insns)")
-    if args.roi_seconds is not None and args.roi_seconds <= 0:
-        raise TraceUsageError(f"--roi-seconds must be positive (got {args.roi_seconds:g})")
-    if args.warmup < 0:
-        raise TraceUsageError(f"--warmup must be at least 0 (got {args.warmup:g})")
-    if args.compact is not None and not 1 <= args.compact <= 22:
-        raise TraceUsageError(f"--compact: the zstd level must be 1-22 (got {args.compact})")
     if args.roi_insns is not None and (args.roi == "all" or args.no_plugin):
         raise TraceUsageError("--roi-insns counts the recorded region: it needs the plugin "
                               "and --roi marker")
-    params: dict[str, str] = {}
+    return workload
+
+
+#: Most boot restarts ``--boot-retries`` allows.
+MAX_BOOT_RETRIES = 20
+
+
+def _finite(name: str, value: float | None, low: float, *, low_ok: bool) -> None:
+    """Raise :class:`TraceUsageError` naming ``name`` unless ``value`` is None or a finite
+    number above ``low`` (or equal to it, with ``low_ok``)."""
+    if value is None:
+        return
+    if not math.isfinite(value):
+        raise TraceUsageError(f"{name} must be a finite number of seconds (got {value})")
+    if value < low or (value == low and not low_ok):
+        bound = f"at least {low:g}" if low_ok else ("positive" if low == 0 else f"above {low:g}")
+        raise TraceUsageError(f"{name} must be {bound} (got {value:g})")
+
+
+def check_numbers(args: argparse.Namespace, workload: wl.Workload | None = None) -> None:
+    """Check every numeric option: finite, and within what the machine and the run support.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options.
+    workload : Workload, optional
+        The workload, whose default region length counts against ``--timeout``.
+
+    Raises
+    ------
+    TraceUsageError
+        Naming the first bad option and the range it must be in.
+    """
+    if not 1 <= args.vcpus <= qm.MAX_VCPUS:
+        raise TraceUsageError(f"--vcpus must be 1-{qm.MAX_VCPUS} (got {args.vcpus}): QEMU's "
+                              "q35 machine gives this CPU model at most that many")
+    _finite("--timeout", args.timeout, 0, low_ok=False)
+    _finite("--boot-timeout", args.boot_timeout, 0, low_ok=True)
+    _finite("--roi-seconds", args.roi_seconds, 0, low_ok=False)
+    _finite("--warmup", args.warmup, 0, low_ok=True)
+    if not 0 <= args.boot_retries <= MAX_BOOT_RETRIES:
+        raise TraceUsageError(f"--boot-retries must be 0-{MAX_BOOT_RETRIES} "
+                              f"(got {args.boot_retries})")
+    if args.compact is not None and not 1 <= args.compact <= 22:
+        raise TraceUsageError(f"--compact: the zstd level must be 1-22 (got {args.compact})")
     if workload is not None:
-        try:
-            params = wl.parse_params(workload, args.param)
-        except ValueError as e:
-            raise TraceUsageError(str(e)) from None
-    out = check_out_dir(args.out)
-    if args.vcpus < 1:
-        raise TraceUsageError(f"--vcpus must be at least 1 (got {args.vcpus})")
-    if args.timeout <= 0:
-        raise TraceUsageError(f"--timeout must be positive (got {args.timeout})")
-    if args.boot_retries < 0:
-        raise TraceUsageError(f"--boot-retries must be at least 0 (got {args.boot_retries})")
-    boot_timeout = args.boot_timeout
-    if boot_timeout is None:
-        # Under roi=all the boot itself is traced and far slower: no default limit.
-        boot_timeout = None if args.roi == "all" else DEFAULT_BOOT_TIMEOUT
-    elif boot_timeout <= 0:
-        boot_timeout = None
+        region = args.roi_seconds if args.roi_seconds is not None else workload.roi_seconds
+        if args.roi_insns is None and args.warmup + region >= args.timeout:
+            raise TraceUsageError(
+                f"--warmup {args.warmup:g} s and the region's {region:g} s do not fit in "
+                f"--timeout {args.timeout:g} s (the guest also needs time to boot and set up)")
+        if args.roi_insns is not None and args.warmup >= args.timeout / 2:
+            raise TraceUsageError(f"--warmup {args.warmup:g} s leaves no time for the region "
+                                  f"within --timeout {args.timeout:g} s")
+
+
+def _workload_params(workload: wl.Workload | None, assignments: list[str]) -> dict[str, str]:
+    """The workload's parameters with ``--param`` applied (empty for ``--cmd``)."""
+    if workload is None:
+        return {}
     try:
-        ram_mib = qm.parse_ram(args.ram)
+        return wl.parse_params(workload, assignments)
     except ValueError as e:
-        raise TraceUsageError(f"--ram: {e}") from None
-    guest = gst.locate(kind, args.guest_dir)
-    qemu = qm.find_qemu()
-    plugin = None if args.no_plugin else resolve_plugin(args.plugin)
-    options = None
-    if plugin is not None:
+        raise TraceUsageError(str(e)) from None
+
+
+def _boot_timeout(args: argparse.Namespace) -> float | None:
+    """The boot watchdog's limit (None: off)."""
+    if args.boot_timeout is None:
+        # Under roi=all the boot itself is traced and far slower: no default limit.
+        return None if args.roi == "all" else DEFAULT_BOOT_TIMEOUT
+    return args.boot_timeout if args.boot_timeout > 0 else None
+
+
+def _plugin_options(args: argparse.Namespace, plugin: Path | None, out: Path,
+                    guest: gst.GuestImage, ram_mib: int) -> str | None:
+    """The plugin's option string (None for an untraced run)."""
+    if plugin is None:
+        return None
+    try:
+        return qm.plugin_options(out, guest.system_map.absolute(), ram_mib, args.data_accesses,
+                                 args.roi, args.roi_insns)
+    except ValueError as e:
+        raise TraceUsageError(str(e)) from None
+
+
+def _check_peer(workload: wl.Workload, params: dict[str, str], guest: gst.GuestImage) -> None:
+    """Build the workload's peer once in a scratch directory, so that a missing host program
+    or a bad parameter is reported before anything is written."""
+    assert workload.peer is not None
+    with tempfile.TemporaryDirectory(prefix="pysched-peer-") as t:
+        ctx = prs.PeerContext(params, {p: 1 for p in workload.guest_ports}, Path(t),
+                              Path(t) / PEER_LOG, guest.ssh_key, guest.ssh_host_key)
         try:
-            options = qm.plugin_options(out, guest.system_map.absolute(), ram_mib,
-                                        args.data_accesses, args.roi, args.roi_insns)
-        except ValueError as e:
-            raise TraceUsageError(str(e)) from None
-    if workload is not None and workload.peer is not None:
-        # Build the peer once in a scratch directory: a missing host program or a bad
-        # parameter is reported now, before anything is written.
-        with tempfile.TemporaryDirectory(prefix="pysched-peer-") as t:
-            ctx = prs.PeerContext(params, {p: 1 for p in workload.guest_ports}, Path(t),
-                                  Path(t) / PEER_LOG, guest.ssh_key, guest.ssh_host_key)
-            try:
-                prs.make_peer(workload.peer, ctx)
-            except prs.PeerError as e:
-                raise TraceUsageError(f"{workload.name}'s host peer: {e}") from None
-    check_free_space(out, MIN_FREE_OUT_MB, f"the trace in {out}")
-    if guest.kind == "debian":
-        check_free_space(Path(tempfile.gettempdir()), MIN_FREE_TMP_MB,
-                         "the guest disk's copy-on-write overlay (set TMPDIR to move it)")
+            prs.make_peer(workload.peer, ctx)
+        except prs.PeerError as e:
+            raise TraceUsageError(f"{workload.name}'s host peer: {e}") from None
+
+
+def _roi_seconds(args: argparse.Namespace, workload: wl.Workload | None,
+                 guest_kind: str) -> float | None:
+    """The guest's time bound on the region (None for a ``--cmd`` run without one)."""
     roi_seconds = None
     if workload is not None:
         roi_seconds = args.roi_seconds if args.roi_seconds is not None else workload.roi_seconds
-    if args.roi_insns is not None and args.roi_seconds is None and guest.kind == "debian":
+    if args.roi_insns is not None and args.roi_seconds is None and guest_kind == "debian":
         # The instruction bound decides; the guest's clock is only a backstop, so that a vCPU
         # that stays idle cannot hold the region open until the timeout kills the run.
         roi_seconds = args.timeout / 2
-    return RunPlan(out=out, guest=guest, qemu=qemu, plugin=plugin, options=options,
-                   ram_mib=ram_mib, boot_timeout=boot_timeout, workload=workload,
-                   params=params, roi_seconds=roi_seconds, roi_insns=args.roi_insns)
+    return roi_seconds
 
 
 def run_env(plan: RunPlan, args: argparse.Namespace) -> dict[str, str]:
@@ -367,6 +458,8 @@ def run_env(plan: RunPlan, args: argparse.Namespace) -> dict[str, str]:
 def _clear_dir(out: Path) -> None:
     """Empty the output directory before a restart (it was empty when the run began)."""
     for child in out.iterdir():
+        if child.name == rf.OUT_LOCK:
+            continue
         if child.is_dir() and not child.is_symlink():
             shutil.rmtree(child)
         else:
@@ -405,153 +498,273 @@ def run(args: argparse.Namespace) -> int:
     Returns
     -------
     int
-        0 when QEMU ran, the guest reached its end and the command or workload exited 0; 1
-        when the run failed (QEMU error, timeout, guest crash, non-zero status); 2 when it
-        could not start.
+        0 when QEMU ran, the guest reached its end and the command or workload succeeded; 1
+        when the run failed (QEMU error, timeout, guest crash, non-zero status, a workload's
+        success criterion not met); 2 when it could not start; 128 + the signal when stopped
+        by SIGINT, SIGTERM or SIGHUP (the trace then has no manifest: it is incomplete).
     """
     if args.list:
         print(wl.describe())
         return 0
     try:
         plan = plan_run(args)
-    except (TraceUsageError, gst.GuestNotBuiltError, FileNotFoundError) as e:
+        lock = rf.claim_out_dir(plan.out)
+    except (TraceUsageError, rf.OutDirError, gst.GuestNotBuiltError, FileNotFoundError) as e:
         _err(f"error: {e}")
         return EXIT_USAGE
+    for d in rf.remove_stale_tmpdirs():
+        _err(f"note: removed {d}, left by a run that was killed")
+    try:
+        with rf.signals_raise():
+            return _run_claimed(plan, args)
+    except TraceUsageError as e:
+        _err(f"error: {e}")
+        return EXIT_USAGE
+    except (KeyboardInterrupt, rf.RunInterrupted) as e:
+        signum = e.signum if isinstance(e, rf.RunInterrupted) else int(signal.SIGINT)
+        _err(f"stopped by {signal.Signals(signum).name}: QEMU was stopped and the temporary "
+             f"files removed; {plan.out} holds an incomplete trace (no {MANIFEST})")
+        return 128 + signum
+    finally:
+        rf.release_out_dir(lock)
 
+
+@dataclass
+class _Boot:
+    """What one run boots: the QEMU command line and the files and ports around it."""
+
+    argv: list[str]
+    symbols: Path
+    control: Path
+    env: dict[str, str] | None
+    ports: dict[int, int]
+
+
+@dataclass
+class _Booted:
+    """How the boot attempts went: the last one's QEMU result, the hung ones, the monitor's
+    summary (peer, host stop)."""
+
+    result: qm.QemuResult
+    failed_boots: list[dict[str, Any]]
+    summary: dict[str, Any]
+
+
+def _run_claimed(plan: RunPlan, args: argparse.Namespace) -> int:
+    """:func:`run` once the output directory is ours: boot, save, judge, write the manifest."""
     out = plan.out
-    guest = plan.guest
-    out.mkdir(parents=True, exist_ok=True)
     date = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     version = qm.qemu_version(plan.qemu)
-    console_path = out / CONSOLE_LOG
-    failed_boots: list[dict[str, Any]] = []
-    command = args.cmd if plan.workload is None else f"workload {plan.workload.name}"
-    summary: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory(prefix="pysched-trace-") as tmp_name:
-        tmp = Path(tmp_name)
-        initrd = tmp / "run.img"
-        symbols = tmp / "modules.txt"
-        control = tmp / "control.sock"
-        qemu_env = None
-        ports: dict[int, int] = {}
-        if guest.kind == "debian":
-            assert guest.disk is not None
-            archive = gst.debian_run_archive(run_env(plan, args), args.cmd)
-            gst.write_initrd(guest.initramfs, archive, initrd)
-            guest_ports = plan.workload.guest_ports if plan.workload is not None else ()
-            ports = dict(zip(guest_ports, prs.free_ports(len(guest_ports))))
-            try:
-                devices = qm.debian_devices(guest.disk, [(h, g) for g, h in ports.items()],
-                                            symbols, control)
-            except ValueError as e:
-                _err(f"error: {e}")
-                return EXIT_USAGE
-            # snapshot=on puts the disk's overlay in TMPDIR: ours, removed after the run.
-            qemu_env = {**os.environ, "TMPDIR": str(tmp)}
-        else:
-            gst.write_initrd(guest.initramfs, gst.cmd_archive(args.cmd), initrd)
-            devices = []
-        argv = qm.qemu_argv(guest.vmlinuz, initrd, plan.ram_mib, args.vcpus, plan.plugin,
-                            plan.options, plan.qemu, devices)
-        what = "untraced" if plan.plugin is None else f"roi={args.roi}"
-        name = plan.workload.name if plan.workload is not None else "--cmd"
-        print(f"pysched trace: booting the {guest.kind} guest for {name} ({args.vcpus} vCPUs, "
-              f"{plan.ram_mib}M, {what}); console in {console_path}", file=sys.stderr)
-        for attempt in range(1, args.boot_retries + 2):
-            monitor = None
-            if guest.kind == "debian":
-                peer = None
-                if plan.workload is not None and plan.workload.peer is not None:
-                    ctx = prs.PeerContext(plan.params, ports, tmp / "peer", out / PEER_LOG,
-                                          guest.ssh_key, guest.ssh_host_key)
-                    peer = prs.make_peer(plan.workload.peer, ctx)  # checked by plan_run
-                monitor = RunMonitor(console_path, control, peer, out, plan.roi_insns)
-            try:
-                result = qm.run_qemu(argv, console_path, out / QEMU_STDERR_LOG, args.timeout,
-                                     con.BEGIN_MARK.encode(), plan.boot_timeout,
-                                     poll=monitor.poll if monitor is not None else None,
-                                     env=qemu_env, vcpus=args.vcpus,
-                                     exit_marker=con.EXIT_MARK.encode())
-            finally:
-                if monitor is not None:
-                    summary = monitor.finish()
-            if not result.boot_hung or attempt > args.boot_retries:
-                break
-            text = con.console_text(console_path.read_bytes())
-            failed_boots.append({"wall_seconds": round(result.wall_seconds, 3),
-                                 "console_tail": con.tail_lines(text, 20)})
-            _err(f"warning: the guest did not reach /init within {plan.boot_timeout:g} s "
-                 f"(attempt {attempt}); restarting it")
-            _clear_dir(out)
-
-        kernel_symbols: dict[str, str | None] = {"system_map": None, "modules": None}
-        if guest.system_map.is_file():
-            _gzip_file(guest.system_map, out / SYSTEM_MAP_GZ)
-            kernel_symbols["system_map"] = SYSTEM_MAP_GZ
-        if symbols.is_file() and symbols.stat().st_size > 0:
-            _gzip_file(symbols, out / MODULES_MAP_GZ)
-            kernel_symbols["modules"] = MODULES_MAP_GZ
-        hints = _failure_hints(plan, tmp)
-
+    with rf.RunTmpDir() as tmp:
+        boot = _prepare_boot(plan, args, tmp.path)
+        booted = _boot(plan, args, boot, tmp)
+        kernel_symbols = _save_symbols(plan.guest, boot.symbols, out)
+        hints = _failure_hints(plan, tmp.path)
+    if not args.data_accesses:
+        _drop_empty_table(out, "mem")
     compacted = None
     if args.compact is not None and (out / "exec").is_dir():
         compacted = compact_trace(out, args.compact)
-    text = con.console_text(console_path.read_bytes())
+    text = con.console_text((out / CONSOLE_LOG).read_bytes())
+    roi_bound, shortfall, region_open = _roi_bound_status(plan, args)
+    failure = _run_failure(plan, args, booted, text, shortfall, region_open)
+    outcome = _outcome(plan, failure, booted.summary, text)
+    incomplete = (mf.incomplete_reason(read_plugin_info(out), args.roi, booted.result)
+                  if plan.plugin is not None else "untraced run (--no-plugin): no tables")
+    manifest = build_manifest(
+        command=args.cmd if plan.workload is None else f"workload {plan.workload.name}",
+        date=date, guest=plan.guest, qemu_version=version, plugin=plan.plugin,
+        plugin_options=plan.options, vcpus=args.vcpus, ram_mib=plan.ram_mib, roi=args.roi,
+        data_accesses=args.data_accesses, timeout=args.timeout, argv=boot.argv,
+        result=booted.result, console_text=text, boot_timeout=plan.boot_timeout,
+        failed_boots=booted.failed_boots,
+        workload=plan.workload.name if plan.workload is not None else None,
+        workload_summary=plan.workload.summary if plan.workload is not None else None,
+        parameters=plan.params, roi_bound=roi_bound, monitor=booted.summary,
+        kernel_symbols=kernel_symbols, out_dir=out, compacted=compacted,
+        incomplete=incomplete, outcome=outcome,
+    )
+    # Last, and atomically: a trace directory with a manifest is a finished one.
+    mf.write_manifest(out, manifest)
+    return _report(plan, args, booted, text, outcome["failure"], shortfall, region_open, hints)
+
+
+def _prepare_boot(plan: RunPlan, args: argparse.Namespace, tmp: Path) -> _Boot:
+    """Write the run's initrd into ``tmp`` and make QEMU's command line."""
+    guest = plan.guest
+    initrd = tmp / "run.img"
+    boot = _Boot(argv=[], symbols=tmp / "modules.txt", control=tmp / "control.sock", env=None,
+                 ports={})
+    devices: list[str] = []
+    if guest.kind == "debian":
+        assert guest.disk is not None
+        archive = gst.debian_run_archive(run_env(plan, args), args.cmd)
+        gst.write_initrd(guest.initramfs, archive, initrd)
+        guest_ports = plan.workload.guest_ports if plan.workload is not None else ()
+        boot.ports = dict(zip(guest_ports, prs.free_ports(len(guest_ports))))
+        try:
+            devices = qm.debian_devices(guest.disk, [(h, g) for g, h in boot.ports.items()],
+                                        boot.symbols, boot.control)
+        except ValueError as e:
+            raise TraceUsageError(str(e)) from None
+        # snapshot=on puts the disk's overlay in TMPDIR: ours, removed after the run.
+        boot.env = {**os.environ, "TMPDIR": str(tmp)}
+    else:
+        gst.write_initrd(guest.initramfs, gst.cmd_archive(args.cmd), initrd)
+    boot.argv = qm.qemu_argv(guest.vmlinuz, initrd, plan.ram_mib, args.vcpus, plan.plugin,
+                             plan.options, plan.qemu, devices)
+    return boot
+
+
+def _boot(plan: RunPlan, args: argparse.Namespace, boot: _Boot, tmp: rf.RunTmpDir) -> _Booted:
+    """Run QEMU, restarting a guest that hangs while booting (at most ``--boot-retries``
+    times)."""
+    out, guest = plan.out, plan.guest
+    console_path = out / CONSOLE_LOG
+    what = "untraced" if plan.plugin is None else f"roi={args.roi}"
+    name = plan.workload.name if plan.workload is not None else "--cmd"
+    print(f"pysched trace: booting the {guest.kind} guest for {name} ({args.vcpus} vCPUs, "
+          f"{plan.ram_mib}M, {what}); console in {console_path}", file=sys.stderr)
+    failed_boots: list[dict[str, Any]] = []
+    summary: dict[str, Any] = {}
+    for attempt in range(1, args.boot_retries + 2):
+        monitor = None
+        if guest.kind == "debian":
+            peer = None
+            if plan.workload is not None and plan.workload.peer is not None:
+                ctx = prs.PeerContext(plan.params, boot.ports, tmp.path / "peer",
+                                      out / PEER_LOG, guest.ssh_key, guest.ssh_host_key)
+                peer = prs.make_peer(plan.workload.peer, ctx)  # checked by plan_run
+            monitor = RunMonitor(console_path, boot.control, peer, out, plan.roi_insns)
+        try:
+            result = qm.run_qemu(boot.argv, console_path, out / QEMU_STDERR_LOG, args.timeout,
+                                 con.BEGIN_MARK.encode(), plan.boot_timeout,
+                                 poll=monitor.poll if monitor is not None else None,
+                                 env=boot.env, vcpus=args.vcpus,
+                                 exit_marker=con.EXIT_MARK.encode(), started=tmp.add_process)
+        finally:
+            if monitor is not None:
+                summary = monitor.finish()
+        if not result.boot_hung or attempt > args.boot_retries:
+            break
+        text = con.console_text(console_path.read_bytes())
+        failed_boots.append({"wall_seconds": round(result.wall_seconds, 3),
+                             "console_tail": con.tail_lines(text, 20)})
+        _err(f"warning: the guest did not reach /init within {plan.boot_timeout:g} s "
+             f"(attempt {attempt}); restarting it")
+        _clear_dir(out)
+    return _Booted(result, failed_boots, summary)
+
+
+def _save_symbols(guest: gst.GuestImage, symbols: Path, out: Path) -> dict[str, str | None]:
+    """Copy the kernel's and the modules' symbols into the trace (gzip); their file names."""
+    kernel_symbols: dict[str, str | None] = {"system_map": None, "modules": None}
+    if guest.system_map.is_file():
+        _gzip_file(guest.system_map, out / SYSTEM_MAP_GZ)
+        kernel_symbols["system_map"] = SYSTEM_MAP_GZ
+    if symbols.is_file() and symbols.stat().st_size > 0:
+        _gzip_file(symbols, out / MODULES_MAP_GZ)
+        kernel_symbols["modules"] = MODULES_MAP_GZ
+    return kernel_symbols
+
+
+def _drop_empty_table(out: Path, table: str) -> None:
+    """Remove a table folder that the plugin created but left empty (``mem/`` without
+    ``--data-accesses``: the plugin makes every table's folder when it starts)."""
+    d = out / table
+    if d.is_dir() and not d.is_symlink() and not any(d.iterdir()):
+        d.rmdir()
+
+
+def _roi_bound_status(plan: RunPlan, args: argparse.Namespace
+                      ) -> tuple[dict[str, Any], dict[str, int] | None, bool]:
+    """The manifest's ``roi_bound``; with ``--roi-insns``, the vCPUs short of it and whether
+    the region was still open."""
     shortfall = None
     region_open = False
     if plan.roi_insns is not None:
-        info = read_plugin_info(out)
+        info = read_plugin_info(plan.out)
         shortfall = bound_shortfall(info, plan.roi_insns)
         region_open = bool(info and info.get("recording"))
     roi_bound = {"seconds": plan.roi_seconds, "insns_per_vcpu": plan.roi_insns,
                  "warmup_seconds": args.warmup if plan.workload is not None else None,
                  "insns_bound_reached": (None if shortfall is None else not shortfall)}
-    manifest = build_manifest(
-        command=command, date=date, guest=guest, qemu_version=version, plugin=plan.plugin,
-        plugin_options=plan.options, vcpus=args.vcpus, ram_mib=plan.ram_mib, roi=args.roi,
-        data_accesses=args.data_accesses, timeout=args.timeout, argv=argv, result=result,
-        console_text=text, boot_timeout=plan.boot_timeout, failed_boots=failed_boots,
-        workload=plan.workload.name if plan.workload is not None else None,
-        workload_summary=plan.workload.summary if plan.workload is not None else None,
-        parameters=plan.params, roi_bound=roi_bound, monitor=summary,
-        kernel_symbols=kernel_symbols, out_dir=out, compacted=compacted,
-    )
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return roi_bound, shortfall, region_open
 
-    status = manifest["guest_exit_status"]
-    failure = None
+
+_WORKLOAD_MESSAGE_RE = re.compile(r"^workload: (.*)$", re.M)
+
+
+def _run_failure(plan: RunPlan, args: argparse.Namespace, booted: _Booted, text: str,
+                 shortfall: dict[str, int] | None, region_open: bool) -> str | None:
+    """Why the run failed, from QEMU's end and the console; None when it did not."""
+    result = booted.result
+    status = con.guest_exit_status(text)
     if result.boot_hung:
-        failure = (f"the guest did not reach /init within {plan.boot_timeout:g} s, "
-                   f"{len(failed_boots) + 1} times; QEMU was stopped")
-    elif result.timed_out:
+        return (f"the guest did not reach /init within {plan.boot_timeout:g} s, "
+                f"{len(booted.failed_boots) + 1} times; QEMU was stopped")
+    if result.timed_out:
         failure = f"timed out after {args.timeout:g} s; QEMU was stopped"
         if con.BEGIN_MARK not in text:
             failure += " (the guest never reached /init: it hung while booting)"
         elif shortfall:
             failure += "; " + _shortfall_text(plan.roi_insns or 0, shortfall, region_open)
-    elif result.returncode != 0 and not result.shutdown_hung:
-        failure = qm.qemu_failed_message(result)
-    elif status is None:
-        failure = ("the guest did not reach its end (no '=== PYSCHED EXIT' line on the "
-                   "console): it crashed or powered off early")
+        return failure
+    if result.returncode != 0 and not result.shutdown_hung:
+        return qm.qemu_failed_message(result)
+    if status is None:
         stage1 = re.search(r"=== PYSCHED STAGE1 FAILED: (.*) ===", text)
         if stage1:
-            failure = f"the guest's stage 1 failed: {stage1.group(1)}"
-    elif status != 0:
-        what = "workload" if plan.workload is not None else "command"
-        failure = f"the {what} exited with status {status} in the guest"
+            return f"the guest's stage 1 failed: {stage1.group(1)}"
+        return ("the guest did not reach its end (no '=== PYSCHED EXIT' line on the "
+                "console): it crashed or powered off early")
+    if status != 0:
+        if plan.workload is None:
+            return f"the command exited with status {status} in the guest"
+        said = _WORKLOAD_MESSAGE_RE.findall(con.guest_messages(text))
+        return (f"the workload exited with status {status} in the guest"
+                + (f": {said[-1].strip()}" if said else ""))
+    return None
+
+
+def _outcome(plan: RunPlan, failure: str | None, summary: dict[str, Any],
+             text: str) -> dict[str, Any]:
+    """The manifest's ``outcome``: the run's failure, or the workload's success criterion
+    judged (the guest's part by its exit status, the host peer's by
+    :func:`pysched.capture.peers.peer_failure`)."""
+    criterion = met = None
+    if plan.workload is not None:
+        criterion = plan.workload.criterion
+        peer = summary.get("peer") if summary else None
+        log = ""
+        if peer is not None and (plan.out / PEER_LOG).is_file():
+            log = (plan.out / PEER_LOG).read_text(errors="replace")
+        peer_failed = prs.peer_failure(peer, log, plan.params) if failure is None else None
+        if peer_failed is not None:
+            failure = f"{plan.workload.name}: {peer_failed} (success: {criterion})"
+        met = failure is None if con.guest_exit_status(text) is not None else None
+    return {"status": "ok" if failure is None else "failed", "failure": failure,
+            "criterion": criterion, "criterion_met": met}
+
+
+def _report(plan: RunPlan, args: argparse.Namespace, booted: _Booted, text: str,
+            failure: str | None, shortfall: dict[str, int] | None, region_open: bool,
+            hints: list[str]) -> int:
+    """Tell the user how the run went; the exit status."""
+    result = booted.result
     if shortfall and not result.timed_out:
         _err("warning: " + _shortfall_text(plan.roi_insns or 0, shortfall, region_open))
     if result.shutdown_hung:
         _err("warning: the guest did not power off after it was done; QEMU was stopped "
              "(the trace is complete: the region had ended)")
     if failure is not None:
-        _report_failure(text, console_path, result, out, summary)
+        _report_failure(text, plan.out / CONSOLE_LOG, result, plan.out, booted.summary)
         for h in hints:
             _err(f"note: {h}")
         _err(f"error: {failure}")
         return EXIT_RUN_FAILED
-    print(f"pysched trace: done in {result.wall_seconds:.1f} s; trace in {out}", file=sys.stderr)
+    print(f"pysched trace: done in {result.wall_seconds:.1f} s; trace in {plan.out}",
+          file=sys.stderr)
     return 0
 
 

@@ -1,18 +1,23 @@
 """Parsing the guest's console log.
 
-The guest's ``/init`` (``guest/init.sh``) prints, around the traced command::
+The guest's ``roi_start`` / ``roi_stop`` (``guest/workloads/lib.sh``) read ``/proc/interrupts``
+and ``/proc/stat`` just before the region of interest opens and just after it closes, and print
+both snapshots once it has closed, so that the console shows, for a ``--cmd`` run::
 
     === PYSCHED BEGIN ===
+    <the command's output>
     === /proc/interrupts before ===
     <cat /proc/interrupts>
     === /proc/stat before ===
     <cat /proc/stat>
-    <the command's output>
     === /proc/interrupts after ===
     ...
     === /proc/stat after ===
     ...
     === PYSCHED EXIT <rc> ===
+
+(a workload prints its own lines before and after). Traces made before that change show the
+"before" snapshots between ``BEGIN`` and the command's output; the functions here read both.
 
 The serial console ends lines with ``\\r\\n`` and the firmware's escape sequences may share a
 line with the first marker, so markers are searched for, not matched as whole lines.
@@ -188,8 +193,8 @@ def parse_stat(text: str) -> dict[str, list[int]]:
 
 
 def command_output(text: str) -> str | None:
-    """What the command printed: the lines between the "stat before" snapshot and
-    ``=== /proc/interrupts after ===``.
+    """What the command printed: the lines after ``=== PYSCHED BEGIN ===`` up to the last
+    ``/proc`` snapshot, without the snapshots.
 
     Parameters
     ----------
@@ -199,18 +204,32 @@ def command_output(text: str) -> str | None:
     Returns
     -------
     str or None
-        The output, or None when the guest did not print both delimiters.
+        The output, or None when the guest did not print the begin marker and an "after"
+        snapshot (it crashed or was stopped).
     """
     lines = text.split("\n")
     try:
-        start = next(i for i, ln in enumerate(lines)
-                     if ln.strip() == "=== /proc/stat before ===")
+        start = next(i for i, ln in enumerate(lines) if BEGIN_MARK in ln)
         end = max(i for i, ln in enumerate(lines)
-                  if ln.strip() == "=== /proc/interrupts after ===")
+                  if ln.strip() == "=== /proc/stat after ===")
     except (StopIteration, ValueError):
         return None
-    i = min(_snapshot_end(lines, start + 1, "stat"), end)
-    return "\n".join(lines[i:end]) + ("\n" if end > i else "")
+    kept = _without_snapshots(lines[start + 1:end])
+    return "\n".join(kept) + ("\n" if kept else "")
+
+
+def _without_snapshots(lines: list[str]) -> list[str]:
+    """``lines`` without the ``/proc`` snapshots (their headers and bodies)."""
+    kept: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = _HEADER_RE.match(lines[i].strip())
+        if not m:
+            kept.append(lines[i])
+            i += 1
+            continue
+        i = _snapshot_end(lines, i + 1, "stat" if m.group(1) == "/proc/stat" else "interrupts")
+    return kept
 
 
 def tail_lines(text: str, n: int = 40) -> str:
@@ -236,14 +255,4 @@ def guest_messages(text: str) -> str:
     """
     start = text.find(BEGIN_MARK)
     body = text[start + len(BEGIN_MARK):] if start >= 0 else text
-    lines = body.split("\n")
-    kept: list[str] = []
-    i = 0
-    while i < len(lines):
-        m = _HEADER_RE.match(lines[i].strip())
-        if not m:
-            kept.append(lines[i])
-            i += 1
-            continue
-        i = _snapshot_end(lines, i + 1, "stat" if m.group(1) == "/proc/stat" else "interrupts")
-    return "\n".join(kept).strip("\n") + "\n"
+    return "\n".join(_without_snapshots(body.split("\n"))).strip("\n") + "\n"

@@ -298,21 +298,41 @@ def cmd_script(command: str) -> str:
     return "# written by pysched trace\n" + command.rstrip("\n") + "\n"
 
 
-def cmd_archive(command: str) -> bytes:
-    """The gzip-compressed cpio archive that supplies ``/cmd.sh`` (mode 0755).
+def cmd_archive(command: str, src_dir: Path | None = None) -> bytes:
+    """The gzip-compressed cpio archive of a busybox guest run: ``/cmd.sh`` (mode 0755) and
+    ``/run/pysched/lib.sh``.
+
+    The base image has a ``lib.sh`` too; the run's copy replaces it (the kernel unpacks the
+    archives in order and truncates a file it writes again), so that a change to
+    ``guest/workloads/lib.sh`` (``roi_start``/``roi_stop``) reaches the guest without a rebuild.
 
     Parameters
     ----------
     command : str
         The shell command the guest runs.
+    src_dir : Path, optional
+        The guest sources (default :data:`GUEST_SRC_DIR`).
 
     Returns
     -------
     bytes
         gzip data (reproducible: mtime 0).
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``workloads/lib.sh`` is missing from the guest sources.
     """
-    script = CpioEntry("cmd.sh", S_IFREG | 0o755, cmd_script(command).encode())
-    return gzip.compress(cpio_newc([script]), compresslevel=9, mtime=0)
+    lib = (Path(src_dir) if src_dir is not None else GUEST_SRC_DIR) / "workloads" / "lib.sh"
+    if not lib.is_file():
+        raise FileNotFoundError(f"guest source {lib} is missing")
+    entries = [
+        CpioEntry("cmd.sh", S_IFREG | 0o755, cmd_script(command).encode()),
+        CpioEntry("run", S_IFDIR | 0o755),
+        CpioEntry("run/pysched", S_IFDIR | 0o755),
+        CpioEntry("run/pysched/lib.sh", S_IFREG | 0o644, lib.read_bytes()),
+    ]
+    return gzip.compress(cpio_newc(entries), compresslevel=9, mtime=0)
 
 
 _ENV_NAME_RE = re.compile(r"[A-Z_][A-Z0-9_]*")

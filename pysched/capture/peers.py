@@ -15,6 +15,7 @@ netclient  our request client (threads in this process) for the guest's netserve
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from abc import ABC, abstractmethod
 import signal
@@ -387,6 +388,72 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
+def _ab_failure(log: str, concurrency: int) -> str | None:
+    """Whether ApacheBench's report says the requests failed (see :func:`peer_failure`)."""
+    def count(label: str) -> int | None:
+        m = re.search(rf"^{label}:\s+(\d+)", log, re.M)
+        return int(m.group(1)) if m else None
+
+    complete, failed, non2xx = (count(k) for k in
+                                ("Complete requests", "Failed requests", "Non-2xx responses"))
+    if complete is None:
+        last = log.strip().splitlines()[-1:] or ["(empty log)"]
+        return f"ab printed no report: {last[0]}"
+    if non2xx:
+        return f"{non2xx} of {complete} requests got an answer other than 2xx"
+    if complete == 0:
+        return "ab completed no request"
+    if failed and failed > concurrency:
+        return (f"{failed} of {complete} requests failed (more than the {concurrency} in "
+                "flight when ab was stopped)")
+    return None
+
+
+def peer_failure(summary: Mapping[str, Any] | None, log: str, params: Mapping[str, str]
+                 ) -> str | None:
+    """Whether the workload's host peer failed, by its own account.
+
+    - ``ab``: it printed a report, completed at least one request, and no answer was other
+      than 2xx; ``Failed requests`` up to the concurrency are allowed, since ab counts the
+      requests in flight when pysched stops it at the end of the region.
+    - ``scp-in`` / ``scp-out``: scp exited 0, or pysched stopped it (the region ended first).
+    - ``netclient``: it got answers, and no connection or protocol error.
+
+    Parameters
+    ----------
+    summary : mapping or None
+        :meth:`Peer.stop`'s summary (None: no peer).
+    log : str
+        The peer's log (``peer.log``).
+    params : mapping
+        The workload's parameters.
+
+    Returns
+    -------
+    str or None
+        The failure, or None when the peer succeeded (or there is none).
+    """
+    if not summary:
+        return None
+    if not summary.get("started"):
+        return "the host's peer never started (the guest did not ask for it)"
+    kind = summary.get("kind")
+    if kind == "ab":
+        return _ab_failure(log, int(params.get("concurrency", "1")))
+    if kind in ("scp-in", "scp-out"):
+        status = summary.get("exit_status")
+        if status != 0 and not summary.get("stopped_by_pysched"):
+            last = log.strip().splitlines()[-1:] or [""]
+            return f"scp exited with status {status}: {last[0]}".rstrip(": ")
+        return None
+    if kind == "netclient":
+        if summary.get("errors"):
+            return f"the client had errors: {summary['errors'][0]}"
+        if not summary.get("requests"):
+            return "the client got no answer"
+    return None
+
+
 def make_peer(kind: str, ctx: PeerContext) -> Peer:
     """Build the peer of the given kind.
 
@@ -405,4 +472,4 @@ def make_peer(kind: str, ctx: PeerContext) -> Peer:
 
 
 __all__ = ["Peer", "PeerContext", "PeerError", "ProcessPeer", "NetClientPeer", "PEERS",
-           "free_ports", "make_peer", "ssh_options"]
+           "free_ports", "make_peer", "peer_failure", "ssh_options"]

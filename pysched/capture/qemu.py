@@ -7,6 +7,8 @@ mapping and reads per-CPU data through the kernel's GS base).
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import re
 import shutil
@@ -25,6 +27,19 @@ QEMU = "qemu-system-x86_64"
 #: Kernel command line; ``nokaslr`` and ``pti=off`` are required by the plugin, ``panic=-1``
 #: with ``-no-reboot`` makes a guest crash end QEMU instead of hanging the run.
 KERNEL_APPEND = "console=ttyS0 nokaslr pti=off quiet panic=-1 loglevel=3"
+
+#: The guest CPU: QEMU's default for TCG (qemu64) plus RDRAND, which TCG emulates (from the
+#: host's random source). The Debian kernel trusts RDRAND (CONFIG_RANDOM_TRUST_CPU=y) and so
+#: initialises its random-number generator from it early in boot: no ``getrandom`` or
+#: ``/dev/urandom`` reader waits or makes entropy by jitter inside the region (without it the
+#: first reader spent about 100 M instructions in one read). Chosen over a virtio-rng device,
+#: whose driver is a module in this kernel: no module to load in either guest, no device
+#: interrupts or ``hwrng`` kernel thread in the trace, and every other CPU feature as before.
+CPU_MODEL = "qemu64,+rdrand"
+
+#: Most vCPUs: q35 under TCG with this CPU model (no x2APIC) gives APIC IDs 0-254; QEMU
+#: refuses 256 and more ("APIC ID 255 requires x2APIC feature in CPU").
+MAX_VCPUS = 255
 
 #: Largest guest RAM the plugin supports (q35 keeps up to 2 GiB in one block below the PCI
 #: hole; see qemu-plugin/README.md).
@@ -233,6 +248,7 @@ def qemu_argv(
         "-nographic",
         "-no-reboot",
         "-accel", "tcg,thread=multi",
+        "-cpu", CPU_MODEL,
         "-kernel", str(kernel),
         "-initrd", str(initrd),
         "-append", KERNEL_APPEND,
@@ -355,6 +371,24 @@ def renice_vcpu_threads(pid: int, nice: int = VCPU_NICE) -> int:
     return changed
 
 
+_PR_SET_PDEATHSIG = 1
+# Loaded before any fork: the child between fork and exec must not load libraries.
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+def _die_with(parent: int) -> Callable[[], None]:
+    """A ``preexec_fn`` that has the kernel send QEMU ``SIGTERM`` when its parent (pysched)
+    dies, however it dies (``SIGKILL`` included), so that no QEMU outlives a run; SIGTERM, not
+    SIGKILL, so that the plugin still closes its tables."""
+
+    def preexec() -> None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
 def _console_has(console: Path, marker: bytes) -> bool:
     try:
         return marker in console.read_bytes()
@@ -374,6 +408,7 @@ def run_qemu(
     vcpus: int = 0,
     exit_marker: bytes | None = None,
     shutdown_timeout: float = 60.0,
+    started: Callable[[int], None] | None = None,
 ) -> QemuResult:
     """Run QEMU with its stdout (the serial console) going to a file.
 
@@ -407,69 +442,94 @@ def run_qemu(
     vcpus : int
         The number of vCPU threads to renice (:func:`renice_vcpu_threads`) once QEMU has
         created them; 0 leaves them alone.
+    started : callable, optional
+        Called with QEMU's pid once it runs.
 
     Returns
     -------
     QemuResult
         Exit status, whether it timed out or hung while booting, wall time and stderr.
+
+    Notes
+    -----
+    QEMU runs in its own session (a Ctrl-C on the terminal reaches pysched only) and gets
+    ``SIGTERM`` from the kernel when pysched dies. An exception in pysched while QEMU runs
+    (``KeyboardInterrupt``, :class:`pysched.capture.runfiles.RunInterrupted`) stops QEMU as a
+    timeout does, then propagates.
     """
     start = time.monotonic()
-    timed_out = boot_hung = shutdown_hung = False
-    exit_seen_at: float | None = None
-    booted = boot_marker is None or boot_timeout is None
     # Files, not pipes: nothing has to drain them while QEMU runs. stdin is /dev/null so that
     # QEMU neither reads the terminal nor puts it in raw mode.
     with open(console, "wb") as out, open(stderr_log, "wb") as err:
         proc = subprocess.Popen(
             list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
-            env=dict(env) if env is not None else None,
+            env=dict(env) if env is not None else None, preexec_fn=_die_with(os.getpid()),
         )
-        # The vCPU threads exist once the machine is set up, a moment after start.
-        reniced = 0
-        while vcpus and reniced < vcpus and proc.poll() is None \
-                and time.monotonic() - start < _RENICE_WAIT_SECONDS:
-            time.sleep(0.02)
-            reniced = renice_vcpu_threads(proc.pid)
         try:
-            while True:
-                remaining = timeout - (time.monotonic() - start)
-                # Until the banner shows, wake up twice a second to look for it (the console
-                # is a few kB by then); afterwards just wait for the end, unless a poll
-                # callback wants to be called.
-                idle = booted and poll is None and exit_marker is None
-                wait = remaining if idle else min(remaining, _BOOT_POLL_SECONDS)
-                try:
-                    proc.wait(timeout=max(0.0, wait))
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-                elapsed = time.monotonic() - start
-                if poll is not None:
-                    poll(elapsed)
-                if not booted:
-                    assert boot_marker is not None and boot_timeout is not None
-                    booted = _console_has(console, boot_marker)
-                    if not booted and elapsed >= boot_timeout:
-                        boot_hung = True
-                        _stop(proc)
-                        break
-                if exit_marker is not None and booted:
-                    if exit_seen_at is None and _console_has(console, exit_marker):
-                        exit_seen_at = elapsed
-                    if exit_seen_at is not None and elapsed - exit_seen_at >= shutdown_timeout:
-                        shutdown_hung = True
-                        _stop(proc)
-                        break
-                if elapsed >= timeout:
-                    timed_out = True
-                    _stop(proc)
-                    break
+            if started is not None:
+                started(proc.pid)
+            return _watch(proc, start, console, timeout, boot_marker, boot_timeout, poll,
+                          vcpus, exit_marker, shutdown_timeout, stderr_log)
         except BaseException:
-            # Interrupted (Ctrl-C): do not leave a guest running behind us.
+            # Interrupted (Ctrl-C, SIGTERM, a failing poll): do not leave a guest running
+            # behind us, but let the plugin close its tables first.
             if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+                try:
+                    _stop(proc)
+                except BaseException:
+                    proc.kill()
+                    proc.wait()
+                    raise
             raise
+
+
+def _watch(proc: subprocess.Popen, start: float, console: Path, timeout: float,
+           boot_marker: bytes | None, boot_timeout: float | None,
+           poll: Callable[[float], None] | None, vcpus: int, exit_marker: bytes | None,
+           shutdown_timeout: float, stderr_log: Path) -> QemuResult:
+    """:func:`run_qemu`'s loop, from QEMU's start to its end."""
+    timed_out = boot_hung = shutdown_hung = False
+    exit_seen_at: float | None = None
+    booted = boot_marker is None or boot_timeout is None
+    # The vCPU threads exist once the machine is set up, a moment after start.
+    reniced = 0
+    while vcpus and reniced < vcpus and proc.poll() is None \
+            and time.monotonic() - start < _RENICE_WAIT_SECONDS:
+        time.sleep(0.02)
+        reniced = renice_vcpu_threads(proc.pid)
+    while True:
+        remaining = timeout - (time.monotonic() - start)
+        # Until the banner shows, wake up twice a second to look for it (the console is a few
+        # kB by then); afterwards just wait for the end, unless a poll callback wants to be
+        # called.
+        idle = booted and poll is None and exit_marker is None
+        wait = remaining if idle else min(remaining, _BOOT_POLL_SECONDS)
+        try:
+            proc.wait(timeout=max(0.0, wait))
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        elapsed = time.monotonic() - start
+        if poll is not None:
+            poll(elapsed)
+        if not booted:
+            assert boot_marker is not None and boot_timeout is not None
+            booted = _console_has(console, boot_marker)
+            if not booted and elapsed >= boot_timeout:
+                boot_hung = True
+                _stop(proc)
+                break
+        if exit_marker is not None and booted:
+            if exit_seen_at is None and _console_has(console, exit_marker):
+                exit_seen_at = elapsed
+            if exit_seen_at is not None and elapsed - exit_seen_at >= shutdown_timeout:
+                shutdown_hung = True
+                _stop(proc)
+                break
+        if elapsed >= timeout:
+            timed_out = True
+            _stop(proc)
+            break
     wall = time.monotonic() - start
     stderr = stderr_log.read_text(errors="replace") if stderr_log.exists() else ""
     return QemuResult(proc.returncode, timed_out, wall, stderr, boot_hung, shutdown_hung)
@@ -493,6 +553,8 @@ __all__ = [
     "QEMU",
     "KERNEL_APPEND",
     "MAX_RAM_MIB",
+    "MAX_VCPUS",
+    "CPU_MODEL",
     "QemuResult",
     "debian_devices",
     "default_plugin_path",

@@ -48,6 +48,10 @@ class Workload:
         Guest TCP ports forwarded from 127.0.0.1 for the peer.
     roi_seconds : float
         Default region length in guest seconds.
+    criterion : str
+        What counts as success (recorded in the manifest's ``outcome``). The guest script
+        checks its part (a failure exits non-zero with a ``workload: ...`` message); the host
+        checks the peer's (:func:`pysched.capture.peers.peer_failure`).
     """
 
     name: str
@@ -59,6 +63,7 @@ class Workload:
     peer: str | None = None
     guest_ports: tuple[int, ...] = ()
     roi_seconds: float = 8.0
+    criterion: str = "the work runs until the region ends and the script exits 0"
 
     @property
     def script_name(self) -> str:
@@ -75,6 +80,7 @@ _W = [
         "virtio disk",
         "seed 000 Find (find on a large ext3 file system, one instance per core)",
         {"name": "pysched-needle", "instances": "0"},
+        criterion="every find loop runs until the region ends (one that stops fails the workload)",
     ),
     Workload(
         "iscp", "scp of a large file into the guest (network and disk interrupts)",
@@ -82,6 +88,7 @@ _W = [
         "QEMU user networking and the virtio NIC; sftp-server writes it to the virtio disk",
         "seed 000 Iscp (scp of a 10 GB file from a remote machine)",
         {"size_mb": "1024"}, peer="scp-in", guest_ports=(22,),
+        criterion="scp exits 0, or is still copying when the region ends",
     ),
     Workload(
         "oscp", "scp of a large file out of the guest (network and disk interrupts)",
@@ -90,6 +97,7 @@ _W = [
         "virtio NIC",
         "seed 000 Oscp (scp of a 10 GB file to a remote machine)",
         {"size_mb": "512"}, peer="scp-out", guest_ports=(22,),
+        criterion="scp exits 0, or is still copying when the region ends",
     ),
     Workload(
         "apache", "web server under ApacheBench",
@@ -98,6 +106,7 @@ _W = [
         "seed 000 Apache (ApacheBench, 96 concurrent requests on 32 cores)",
         {"concurrency": "16", "requests": "1000000", "path": "/index.html"},
         peer="ab", guest_ports=(80,),
+        criterion="ab completes requests and every answer is 2xx (no non-2xx response; at most CONCURRENCY failed requests, those in flight when ab is stopped)",
     ),
     Workload(
         "dss", "decision-support query (TPC-H Q2) on SQLite",
@@ -106,6 +115,7 @@ _W = [
         "(16 MB), warm in the page cache",
         "seed 000 DSS (TPC-H minimum cost supplier query, 1 GB, MySQL)",
         {"streams": "4", "batch": "5"},
+        criterion="every sqlite3 stream runs its batches without error until the region ends",
     ),
     Workload(
         "oltp", "transactional mix: sysbench oltp_read_write on MariaDB",
@@ -113,6 +123,7 @@ _W = [
         "TABLES tables of TABLE_SIZE rows, over the unix socket",
         "seed 000 OLTP (sysbench OLTP, 96 threads)",
         {"threads": "32", "tables": "4", "table_size": "10000"},
+        criterion="sysbench and MariaDB run until the region ends",
     ),
     Workload(
         "filesrv", "file server: create/write/append/read/delete/stat, many threads",
@@ -120,6 +131,7 @@ _W = [
         "of mean SIZE bytes in directories of 20 on the virtio disk",
         "seed 000 FileSrv (Filebench fileserver, 400 threads)",
         {"threads": "50", "files": "2000", "size": "32768"},
+        criterion="fsbench runs every thread until the region ends",
     ),
     Workload(
         "mailsrv", "mail server: small-file delete/create/append/fsync/read, many threads",
@@ -127,6 +139,7 @@ _W = [
         "mean SIZE bytes in one directory, with fsync after every append",
         "seed 000 MailSrvIO (Filebench mailserver, 96 threads)",
         {"threads": "32", "files": "1000", "size": "16384"},
+        criterion="fsbench runs every thread until the region ends",
     ),
     Workload(
         "barrier", "barrier-synchronised multi-threaded program",
@@ -134,6 +147,7 @@ _W = [
         "barrier after every sweep; IMBALANCE percent more rows per thread index",
         "seed 001 (SPLASH-2-like barrier-synchronised workloads)",
         {"threads": "4", "grid": "512", "imbalance": "0"},
+        criterion="the barrier program runs until the region ends",
     ),
     Workload(
         "netserver", "network server answering requests of 10 B to 10 MB",
@@ -143,18 +157,21 @@ _W = [
         {"sizes": "10,1000,100000,10000000", "connections": "8", "per_connection": "10",
          "requests": "1000000"},
         peer="netclient", guest_ports=(7000,),
+        criterion="the client gets complete answers and no connection or protocol error",
     ),
     Workload(
         "chase-large", "cache-hungry single-threaded program (64 MiB pointer chase)",
         "COPIES copies of our pointer chase over KIB KiB of 64-byte nodes in one random cycle",
         "seed 003 (high-miss-rate co-runner)",
         {"kib": "65536", "copies": "2"}, script="chase",
+        criterion="every pointer chase runs until the region ends",
     ),
     Workload(
         "chase-small", "cache-light single-threaded program (16 KiB pointer chase)",
         "COPIES copies of our pointer chase over KIB KiB of 64-byte nodes in one random cycle",
         "seed 003 (low-miss-rate co-runner)",
         {"kib": "16", "copies": "2"}, script="chase",
+        criterion="every pointer chase runs until the region ends",
     ),
 ]
 
@@ -243,7 +260,7 @@ def describe(width: int = 100) -> str:
     for w in WORKLOADS.values():
         params = " ".join(f"{k}={v}" for k, v in w.params.items())
         lines.append(f"{w.name:14s} {w.summary}")
-        for label, text in (("runs", w.runs), ("after", w.analogue),
+        for label, text in (("runs", w.runs), ("after", w.analogue), ("success", w.criterion),
                             ("defaults", f"{params or '-'}; region {w.roi_seconds:g} s"
                              + (f"; host peer: {w.peer}" if w.peer else ""))):
             lines += textwrap.wrap(f"{label}: {text}", width, initial_indent=indent,
