@@ -37,7 +37,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("traces", nargs="*", metavar="TRACE", help="trace directories")
     p.add_argument("--list", action="store_true", help="print the registered policies and exit")
     p.add_argument("--policies", default="as-traced,linux",
-                   help="comma-separated policies (default: as-traced,linux)")
+                   help="comma-separated policies, each optionally with parameters as "
+                        "NAME:key=value:key=value (default: as-traced,linux)")
     p.add_argument("--cores", type=_int_list("--cores"), default=[8],
                    help="simulated core counts, comma-separated (default 8)")
     p.add_argument("--load", type=_int_list("--load"), default=[1],

@@ -16,7 +16,7 @@ import pandas as pd
 from pysched.models.caches.config import HierarchyConfig
 from pysched.models.cores.config import CoreConfig, big_core
 from pysched.models.machine import MachineConfig
-from pysched.policies import REGISTRY, get_policy
+from pysched.policies import get_policy
 from pysched.sandbox import SandboxConfig, build_footprint, build_workload, simulate
 from pysched.sandbox.app_events import EVENTS, event_items
 from pysched.sandbox.metrics import stats_row
@@ -70,9 +70,10 @@ def machine(cores: int, base: MachineConfig | None = None) -> MachineConfig:
 def check_request(policies: Sequence[str], cores: Sequence[int], loads: Sequence[int]) -> None:
     """Refuse a bad request before any long work; messages name the argument."""
     for p in policies:
-        if p not in REGISTRY:
-            raise ValueError(f"--policies: unknown policy {p!r}; registered: "
-                             f"{', '.join(REGISTRY)}")
+        try:
+            get_policy(p)
+        except ValueError as e:
+            raise ValueError(f"--policies: {e}") from None
     for c in cores:
         if not isinstance(c, int) or not 1 <= c <= 1024:
             raise ValueError(f"--cores: {c!r} is not a core count in 1..1024")

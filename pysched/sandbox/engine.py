@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pysched.heatmaps.hashing import bloom_bit
 from pysched.models.caches.hierarchy import Hierarchy
 from pysched.models.cores.timing import stall_table
 from pysched.models.machine import MachineConfig
@@ -195,6 +196,11 @@ class SimView:
         """Seconds thread ``task`` has run so far."""
         return float(self._e.task_time[task])
 
+    def heatmaps(self) -> np.ndarray:
+        """Page-heatmaps of the epoch so far: bool array (types, bits), row = type id
+        (collected only when the policy sets ``heatmap_bits``; cleared after each epoch)."""
+        return self._e.heat
+
     def move(self, work: Work, dst: int) -> None:
         """Move a queued item to the tail of ``dst``'s queue (a steal or a balance)."""
         self._e.move(work, dst)
@@ -275,6 +281,10 @@ class Engine:
         self.done_items = 0
         self.forced = 0
         self._works: dict[int, Work] = {}
+        # Page-heatmaps of the running epoch (section 3.2), when the policy asks for them:
+        # each superFuncType's bits set by the code frames its instructions were fetched from.
+        self.heat_bits = int(getattr(policy, "heatmap_bits", 0) or 0)
+        self.heat = np.zeros((len(w.types), max(self.heat_bits, 1)), dtype=bool)
         self._init_stats()
 
     # --- statistics ---------------------------------------------------------------------------
@@ -449,6 +459,11 @@ class Engine:
             cls = np.full(len(addr), w.type_id[i], dtype=np.uint16)
             served = self.hier.run(c, addr, kind, cls)
             stall = float(self.stall[c][kind, served].sum())
+            if self.heat_bits:
+                pf = addr[kind == 0] >> np.uint64(12)
+                if len(pf):
+                    pf = pf[np.r_[True, pf[1:] != pf[:-1]]]
+                    self.heat[w.type_id[i], bloom_bit(pf, self.heat_bits)] = True
         base = n * self.cpi[c]
         cycles = base + stall + extra_cycles
         dur = cycles / self.freq[c]
@@ -609,6 +624,7 @@ class Engine:
                 prev = snap
                 epochs.append(delta)
                 self.policy.epoch_end(epoch, delta)
+                self.heat[:] = False
                 if on_epoch is not None:
                     on_epoch(epoch, delta)
                 if progress is not None:

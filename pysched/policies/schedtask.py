@@ -1,0 +1,210 @@
+"""``schedtask``: SchedTask (seed 000), TAlloc and TMigrate as sections 3.2, 5.2, 5.3 and
+Algorithm 1 specify.
+
+* **Stats table** (5.2, Algorithm 1 ``stopStatsCollection``): per superFuncType, its execution
+  time (busy cycles) and number of finished SuperFunctions in the last epoch, and its
+  Page-heatmap (``heatmap_bits``, 512 by default; the engine sets bit ``hash(pfn) mod bits``
+  for every code frame a SuperFunction of the type fetched from, section 3.2).
+* **TAlloc** (5.2), at every epoch boundary: cores are allocated to superFuncTypes in direct
+  proportion to their execution fraction in the last epoch, but only when the cosine
+  similarity of the last two epochs' execution fractions is below ``threshold`` (0.98); then
+  each interrupt type is routed to its cores. The overlap table is rebuilt every epoch: for
+  each type, the other types by decreasing Page-heatmap overlap (popcount of the AND),
+  application and OS types never compared.
+* **TMigrate** (5.3, Algorithm 1 ``startSuperFunction``): a starting SuperFunction goes to the
+  allocated core of its type with the least waiting time (the sum of the average execution
+  times of the SuperFunctions in its runnable queue), or stays on the local core when its type
+  has no entry. Returning to the parent SuperFunction is placed the same way by the parent's
+  type (the parent's allocation), a woken thread by the type it resumes, a preempted one stays.
+* **Interrupts** (5.2): to the allocated cores of their type (least waiting time); types absent
+  from the stats table go to core 0. Bottom halves are SuperFunctions placed by TMigrate.
+* **Stealing** (5.3, Algorithm 1 ``stealWorkOfOtherCores``): an idle core first steals one
+  SuperFunction of a type mapped to it, from the core with the maximum waiting time; failing
+  that, it walks the combined overlap list of its types in decreasing overlap and, at the first
+  type found queued on another core, steals half of those SuperFunctions. ``stealing`` selects
+  ``none``, ``same`` (first level only) or ``similar`` (both: the paper's default; Fig 9).
+
+Our choices where the paper is silent: before the first TAlloc (the first epoch) there is no
+allocation table and every SuperFunction runs locally, an idle core then stealing any queued
+work (the paper's table exists from system initialisation); application SuperFunctions keep
+CFS-like time slices within a core (the ``linux`` policy's), OS SuperFunctions run to
+completion; the allocation gives each type the consecutive cores from
+``round(cores * cumulative fraction before it)`` to ``round(cores * cumulative fraction after
+it)`` in decreasing order of fraction (at least one): types smaller than a core share one with
+their neighbours.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pysched.superfunctions.functype import Category
+
+from .base import Policy
+from .linux import LATENCY_S, MIN_GRANULARITY_S
+
+STEALING = ("none", "same", "similar")
+
+
+class SchedTask(Policy):
+    name = "schedtask"
+    summary = ("SchedTask: TAlloc cores by superFuncType, TMigrate to the least-waiting core, "
+               "IRQ routing, same-then-similar stealing")
+    source = "seed 000 (SchedTask), sections 3.2, 5.2, 5.3, Algorithm 1"
+
+    def __init__(self, heatmap_bits: int = 512, threshold: float = 0.98,
+                 stealing: str = "similar") -> None:
+        super().__init__()
+        heatmap_bits = int(heatmap_bits)
+        if heatmap_bits <= 0:
+            raise ValueError(f"schedtask: heatmap_bits must be positive, got {heatmap_bits}")
+        threshold = float(threshold)
+        if not -1.0 <= threshold <= 1.0:
+            raise ValueError(f"schedtask: threshold is a cosine similarity in [-1, 1], got "
+                             f"{threshold}")
+        if stealing not in STEALING:
+            raise ValueError(f"schedtask: stealing must be one of {', '.join(STEALING)}, got "
+                             f"{stealing!r}")
+        self.heatmap_bits = heatmap_bits
+        self.threshold = threshold
+        self.stealing = stealing
+
+    def attach(self, sim) -> None:
+        super().attach(sim)
+        w = sim.workload
+        n = len(w.types)
+        self.is_app = w.type_category == int(Category.APPLICATION)
+        self.alloc: dict[int, list[int]] = {}           # type id -> its cores
+        self.core_types: list[set[int]] = [set() for _ in range(sim.ncores)]
+        self.avg = np.zeros(n)                           # average cycles per SuperFunction
+        self.prev_frac: np.ndarray | None = None
+        self.overlap: dict[int, list[tuple[int, int]]] = {}
+        self.reallocations = 0
+        #: (epoch, allocation table in force after it) for every epoch: what TAlloc decided.
+        self.history: list[tuple[int, dict[int, list[int]]]] = []
+        factor = 1 + math.log2(min(sim.ncores, 8))
+        self._latency, self._min_gran = LATENCY_S * factor, MIN_GRANULARITY_S * factor
+
+    # --- TAlloc -------------------------------------------------------------------------------
+    def epoch_end(self, epoch: int, stats) -> None:
+        cyc = np.asarray(stats.type_cycles, dtype=np.float64)
+        items = np.asarray(stats.type_items)
+        done = items > 0
+        self.avg[done] = cyc[done] / items[done]
+        total = cyc.sum()
+        if total > 0:
+            frac = cyc / total
+            if self.prev_frac is None or _cosine(frac, self.prev_frac) < self.threshold:
+                self._allocate(frac)
+            self.prev_frac = frac
+            self._overlaps(self.sim.heatmaps())
+        self.history.append((epoch, {t: list(c) for t, c in self.alloc.items()}))
+
+    def _allocate(self, frac: np.ndarray) -> None:
+        """Cores in proportion to the execution fraction (5.2)."""
+        ncores = self.sim.ncores
+        self.alloc = {}
+        self.core_types = [set() for _ in range(ncores)]
+        cum = 0.0
+        for t in np.argsort(-frac, kind="stable").tolist():
+            f = float(frac[t])
+            if f <= 0:
+                break
+            lo = min(int(round(cum * ncores)), ncores - 1)
+            cum += f
+            hi = max(lo + 1, min(int(round(cum * ncores)), ncores))
+            cores = list(range(lo, hi))
+            self.alloc[t] = cores
+            for c in cores:
+                self.core_types[c].add(t)
+        self.reallocations += 1
+
+    def _overlaps(self, heat: np.ndarray) -> None:
+        """The overlap table (5.2): per type, others by decreasing common Page-heatmap bits."""
+        used = np.flatnonzero(heat.any(axis=1))
+        self.overlap = {}
+        if len(used) == 0:
+            return
+        h = heat[used].astype(np.int64)
+        common = h @ h.T
+        app = self.is_app[used]
+        for k, t in enumerate(used.tolist()):
+            same_side = app == app[k]
+            order = np.argsort(-common[k], kind="stable")
+            self.overlap[t] = [(int(used[j]), int(common[k, j])) for j in order.tolist()
+                               if j != k and same_side[j] and common[k, j] > 0]
+
+    # --- TMigrate -----------------------------------------------------------------------------
+    def _wait(self, core: int) -> float:
+        """Waiting time of a core (5.3): average execution times of its queued work."""
+        return float(sum(self.avg[wk.type_id] for wk in self.sim.queue(core)))
+
+    def _place(self, work, local: int) -> int:
+        cores = self.alloc.get(work.type_id)
+        if not cores:
+            return local
+        if len(cores) == 1:
+            return cores[0]
+        return min(cores, key=self._wait)
+
+    def thread_ready(self, work, last_core: int) -> int:
+        return self._place(work, last_core)
+
+    def sf_start(self, work, core: int) -> int:
+        return self._place(work, core)
+
+    def sf_end(self, work, core: int) -> int:
+        return self._place(work, core)
+
+    def route_interrupt(self, work, arrival_core: int) -> int:
+        if work.type_id in self.alloc:
+            return self._place(work, arrival_core)
+        return 0 if work.category == int(Category.INTERRUPT) else arrival_core
+
+    def time_slice(self, work, core: int) -> float:
+        if not self.is_app[work.type_id]:
+            return math.inf
+        return max(self._latency / (1 + self.sim.queue_len(core)), self._min_gran)
+
+    # --- stealing (Algorithm 1) ---------------------------------------------------------------
+    def steal(self, core: int) -> None:
+        if self.stealing == "none":
+            return
+        sim = self.sim
+        others = sorted((c for c in range(sim.ncores) if c != core and sim.queue_len(c)),
+                        key=self._wait, reverse=True)
+        if not others:
+            return
+        if not self.alloc:  # before the first TAlloc: any queued work (our choice)
+            q = sim.queue(others[0])
+            if len(q) > 1 or sim.running(others[0]) is not None:
+                sim.move(q[-1], core)
+            return
+        mine = self.core_types[core]
+        # Level 1: same work only, from the core with the maximum waiting time.
+        for c in others:
+            for wk in sim.queue(c):
+                if wk.type_id in mine:
+                    sim.move(wk, core)
+                    return
+        if self.stealing != "similar":
+            return
+        # Level 2: similar work, by decreasing overlap with the local core's types.
+        ranked: dict[int, int] = {}
+        for t in mine:
+            for o, ov in self.overlap.get(t, ()):
+                if o not in mine and ov > ranked.get(o, 0):
+                    ranked[o] = ov
+        for o, _ in sorted(ranked.items(), key=lambda x: -x[1]):
+            for c in others:
+                found = [wk for wk in sim.queue(c) if wk.type_id == o]
+                if found:
+                    for wk in found[:(len(found) + 1) // 2]:
+                        sim.move(wk, core)
+                    return
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    return float(a @ b) / (na * nb) if na > 0 and nb > 0 else 0.0

@@ -1,0 +1,150 @@
+"""Scheduling policies on hand-made workloads whose right decisions are known."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from sandbox_factory import FIRST, START, tiny
+from test_sandbox import check_invariants, machine
+
+from pysched.policies import get_policy
+from pysched.policies.schedtask import SchedTask
+from pysched.sandbox import SandboxConfig
+from pysched.sandbox.engine import Engine, Work
+
+
+def _two_syscall_types(rounds: int = 60):
+    # Four threads: two call system call type 1 and two type 2, in long loops with little
+    # application code (type 0) in between.
+    threads = []
+    for t in range(4):
+        sc = 1 + t % 2
+        items = [(0, 40, 0, FIRST)]
+        for _ in range(rounds):
+            items += [(0, 3000, sc, START), (0, 40, 0, START)]
+        threads.append(items)
+    return tiny(threads, ntypes=3)
+
+
+def test_schedtask_keeps_two_system_call_types_on_their_own_cores():
+    w, fp = _two_syscall_types()
+    pol = get_policy("schedtask:stealing=none")  # stealing would move similar work
+    eng = Engine(w, fp, pol, SandboxConfig(machine(2), epoch_s=2e-5, max_chunk=1000))
+    eng.log = []
+    eng.run()
+    check_invariants(eng)
+    # from the first allocation on, each epoch's system calls run only on their type's cores,
+    # and the two types never share one
+    table = dict(pol.history)
+    checked = 0
+    for g, c, t0, t1, lo, hi in eng.log:
+        e = int(t0 // 2e-5)
+        ty = int(w.type_id[g % eng.n])
+        if e >= 2 and ty in (1, 2) and lo == 0 and {1, 2} <= set(table[e - 1]) \
+                and table[e - 1] == table[e - 2]:
+            a = table[e - 1]
+            assert not set(a[1]) & set(a[2])
+            assert c in a[ty]
+            checked += 1
+    assert checked > 50
+
+
+def test_linux_runs_system_calls_where_their_thread_runs():
+    w, fp = _two_syscall_types(rounds=5)
+    eng = Engine(w, fp, get_policy("linux"), SandboxConfig(machine(2), max_chunk=1000))
+    eng.log = []
+    eng.run()
+    check_invariants(eng)
+    # without balancing moves, each thread's items run on one core
+    assert eng.snapshot(eng.now).migrations.sum() <= 4
+
+
+class _FakeSim:
+    """Queues and moves, as SimView offers them."""
+
+    def __init__(self, queues, ntypes, cats):
+        from types import SimpleNamespace
+        self.queues = queues
+        self.ncores = len(queues)
+        self.workload = SimpleNamespace(types=np.arange(ntypes, dtype=np.uint64),
+                                        type_category=np.array(cats, dtype=np.int8))
+        self.moved = []
+
+    def queue(self, c):
+        return self.queues[c]
+
+    def queue_len(self, c):
+        return len(self.queues[c])
+
+    def running(self, c):
+        return None
+
+    def move(self, wk, dst):
+        for q in self.queues:
+            if wk in q:
+                q.remove(wk)
+        self.queues[dst].append(wk)
+        self.moved.append((wk.type_id, dst))
+
+
+def _work(type_id):
+    wk = Work()
+    wk.type_id, wk.task, wk.category, wk.is_async = type_id, 0, 0, False
+    return wk
+
+
+def _policy(queues, stealing="similar"):
+    pol = SchedTask(stealing=stealing)
+    sim = _FakeSim(queues, 4, [0, 0, 0, 3])
+    pol.attach(sim)
+    # core 1 owns type 1; type 2 overlaps type 1 more than type 0 does
+    pol.alloc = {0: [0], 1: [1], 2: [0], 3: [0]}
+    pol.core_types = [{0, 2, 3}, {1}]
+    pol.overlap = {1: [(2, 40), (0, 5)]}
+    pol.avg[:] = 1.0
+    return pol, sim
+
+
+def test_an_idle_core_steals_same_work_before_similar_work():
+    q0 = [_work(2), _work(2), _work(1), _work(0)]
+    pol, sim = _policy([q0, []])
+    pol.steal(1)
+    assert sim.moved == [(1, 1)]  # the same-type item, one of it
+
+
+def test_then_it_steals_half_of_the_most_similar_work():
+    q0 = [_work(0), _work(2), _work(2), _work(2), _work(2), _work(0)]
+    pol, sim = _policy([q0, []])
+    pol.steal(1)
+    assert sim.moved == [(2, 1), (2, 1)]  # type 2 (overlap 40) before type 0 (5), half of 4
+    pol2, sim2 = _policy([[_work(2), _work(2)], []], stealing="same")
+    pol2.steal(1)
+    assert sim2.moved == []
+
+
+def test_talloc_reallocates_only_when_the_breakup_changes():
+    from types import SimpleNamespace
+    pol, sim = _policy([[], []])
+    sim.heatmaps = lambda: np.zeros((4, 512), dtype=bool)
+    stats = SimpleNamespace(type_cycles=np.array([10.0, 10.0, 0, 0]),
+                            type_items=np.array([1, 1, 0, 0]))
+    pol.prev_frac = None
+    pol.epoch_end(0, stats)
+    assert pol.reallocations == 1 and pol.alloc == {0: [0], 1: [1]}
+    stats2 = SimpleNamespace(type_cycles=np.array([10.2, 9.8, 0, 0]),
+                             type_items=np.array([1, 1, 0, 0]))
+    pol.epoch_end(1, stats2)  # cosine > 0.98: keep the table
+    assert pol.reallocations == 1
+    stats3 = SimpleNamespace(type_cycles=np.array([1.0, 0, 9.0, 0]),
+                             type_items=np.array([1, 0, 1, 0]))
+    pol.epoch_end(2, stats3)
+    assert pol.reallocations == 2 and pol.alloc[2] == [0, 1] or pol.alloc[2] == [0]
+
+
+def test_schedtask_parameters_are_checked():
+    with pytest.raises(ValueError, match="stealing must be one of none, same, similar"):
+        get_policy("schedtask:stealing=sometimes")
+    with pytest.raises(ValueError, match="heatmap_bits must be positive"):
+        get_policy("schedtask:heatmap_bits=0")
+    assert get_policy("schedtask:heatmap_bits=128:stealing=none").heatmap_bits == 128
