@@ -148,3 +148,22 @@ def test_schedtask_parameters_are_checked():
     with pytest.raises(ValueError, match="heatmap_bits must be positive"):
         get_policy("schedtask:heatmap_bits=0")
     assert get_policy("schedtask:heatmap_bits=128:stealing=none").heatmap_bits == 128
+
+
+def test_selective_offload_never_offloads_short_system_calls():
+    # one thread alternating a 50-instruction (type 1) and a 500-instruction (type 2) call
+    items = [(0, 40, 0, FIRST)]
+    for _ in range(20):
+        items += [(0, 50, 1, START), (0, 40, 0, START), (0, 500, 2, START), (0, 40, 0, START)]
+    w, fp = tiny([items], ntypes=3)
+    pol = get_policy("selective-offload")
+    eng = Engine(w, fp, pol, SandboxConfig(machine(4)))
+    eng.log = []
+    eng.run()
+    check_invariants(eng)
+    where = defaultdict(set)
+    for g, c, *_ in eng.log:
+        where[int(w.type_id[g % eng.n])].add(c)
+    assert where[1] <= set(pol.app_cores)           # short: never offloaded
+    assert where[2] & set(pol.os_cores_all)          # long: offloaded once predicted
+    assert pol.offloaded == 19                       # every run after the first

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from .as_traced import AsTraced
 from .base import Policy
+from .disaggregate_os import DisAggregateOS
+from .flexsc import FlexSC
 from .linux import Linux
 from .schedtask import SchedTask
+from .selective_offload import SelectiveOffload
+from .slicc import SLICC
 
 #: name -> policy class. Order is the order of ``pysched evaluate --list``.
-REGISTRY: dict[str, type[Policy]] = {cls.name: cls for cls in (AsTraced, Linux, SchedTask)}
+REGISTRY: dict[str, type[Policy]] = {cls.name: cls for cls in (
+    AsTraced, Linux, SchedTask, SelectiveOffload, FlexSC, DisAggregateOS, SLICC)}
 
 
 def get_policy(name: str, **params) -> Policy:

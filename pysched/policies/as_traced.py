@@ -38,23 +38,14 @@ class AsTraced(Policy):
             self._order[sim.home_of(copy, v)].append(g)
         self._next = [0] * sim.ncores
 
-    def _home(self, work) -> int:
+    def place(self, work, core: int) -> int:
         return self.sim.home(work)
 
-    def thread_ready(self, work, last_core: int) -> int:
-        return self._home(work)
-
-    def sf_start(self, work, core: int) -> int:
-        return self._home(work)
-
-    def sf_end(self, work, core: int) -> int:
-        return self._home(work)
-
     def resume(self, work, core: int) -> int:
-        return self._home(work)
+        return self.sim.home(work)
 
     def route_interrupt(self, work, arrival_core: int) -> int:
-        return self._home(work)
+        return self.sim.home(work)
 
     def pick_next(self, core: int) -> int | None:
         order, k = self._order[core], self._next[core]

@@ -7,10 +7,11 @@ what an OS could know then: an item's superFuncType, category, thread, system ca
 vector, where the thread last ran, the queues and the statistics of finished work, never how
 long an item will run or what it will do next.
 
-Hooks (all optional but :meth:`Policy.sf_start`):
+Hooks (all optional):
 
 =====================  ==============================================================
 ``attach(sim)``        once, before time 0: read the machine (``sim.ncores`` ...)
+``place``              default of the next three: where does a thread item go?
 ``thread_ready``       a thread becomes runnable (first item, or woken): queue where?
 ``sf_start``           a thread starts a new SuperFunction (system call, ...): where?
 ``sf_end``             a thread returns to the SuperFunction that called it: where?
@@ -32,6 +33,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+#: CFS's default tunables (``kernel/sched/fair.c``): sched_latency and min_granularity at one
+#: CPU, scaled by ``1 + log2(min(cpus, 8))`` (``SCHED_TUNABLESCALING_LOG``).
+LATENCY_S = 0.006
+MIN_GRANULARITY_S = 0.00075
+
 if TYPE_CHECKING:  # pragma: no cover
     from pysched.sandbox.engine import SimView, Work
     from pysched.sandbox.metrics import SandboxStats
@@ -47,6 +53,8 @@ class Policy:
     summary: str = ""
     #: Where the rules come from (paper and section), shown in the evaluation summary.
     source: str = ""
+    #: Cores this policy gets per core of the others (SelectiveOffload's 2x, Table 3).
+    core_factor: int = 1
 
     def __init__(self, **params) -> None:
         if params:
@@ -58,20 +66,25 @@ class Policy:
         """Called once before the run; keep ``sim`` to look at the machine later."""
         self.sim = sim
 
+    def place(self, work: Work, core: int) -> int:
+        """Where a thread item goes, by default for :meth:`thread_ready`, :meth:`sf_start`
+        and :meth:`sf_end` alike (``core``: where its thread is or last was). Default: there."""
+        return core
+
     def thread_ready(self, work: Work, last_core: int) -> int:
         """A thread item became runnable (its thread's first item, or a woken one).
 
-        ``last_core`` is where the thread last ran (-1: never). Default: there, else core 0.
+        ``last_core`` is where the thread last ran (its traced vCPU's core if never).
         """
-        return last_core if last_core >= 0 else 0
+        return self.place(work, last_core)
 
     def sf_start(self, work: Work, core: int) -> int:
         """The thread running on ``core`` starts a new SuperFunction (``work``)."""
-        return core
+        return self.place(work, core)
 
     def sf_end(self, work: Work, core: int) -> int:
         """The thread on ``core`` returns to an earlier SuperFunction (``work``)."""
-        return core
+        return self.place(work, core)
 
     def resume(self, work: Work, core: int) -> int:
         """The thread on ``core`` continues the same SuperFunction (a traced switch that was a
@@ -93,8 +106,26 @@ class Policy:
         """Seconds ``work`` may run on ``core`` before queued work gets a turn."""
         return math.inf
 
-    def item_done(self, work: Work, core: int, cycles: float) -> None:
-        """``work`` finished on ``core`` after ``cycles`` busy cycles in all."""
+    def item_done(self, work: Work, core: int, cycles: float, insns: int = 0) -> None:
+        """``work`` finished on ``core`` after ``cycles`` busy cycles and ``insns``
+        instructions (what performance counters would tell the kernel afterwards)."""
 
     def epoch_end(self, epoch: int, stats: SandboxStats) -> None:
         """Epoch ``epoch`` ended; ``stats`` are its deltas (see :class:`SandboxStats`)."""
+
+    # --- helpers shared by policies ------------------------------------------------------------
+    def cfs_slice(self, core: int) -> float:
+        """CFS's time slice on ``core``: ``latency / nr_running``, at least the minimum
+        granularity, both scaled by the core count (see :data:`LATENCY_S`)."""
+        factor = 1 + math.log2(min(self.sim.ncores, 8))
+        return factor * max(LATENCY_S / (1 + self.sim.queue_len(core)), MIN_GRANULARITY_S)
+
+    def interrupts_first(self, core: int) -> int | None:
+        """Queue index of the first interrupt or bottom half, else the head (None: empty)."""
+        q = self.sim.queue(core)
+        if not q:
+            return None
+        for idx, wk in enumerate(q):
+            if wk.is_async:
+                return idx
+        return 0

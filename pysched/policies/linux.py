@@ -29,21 +29,11 @@ import math
 
 from .base import Policy
 
-LATENCY_S = 0.006
-MIN_GRANULARITY_S = 0.00075
-
 
 class Linux(Policy):
     name = "linux"
     summary = "CFS-like: per-core queues, affinity, least-runtime pick, time slices, balancing"
     source = "Linux kernel/sched/fair.c (CFS), as the SchedTask paper's baseline (section 6.1)"
-
-    def attach(self, sim) -> None:
-        super().attach(sim)
-        factor = 1 + math.log2(min(sim.ncores, 8))
-        self._latency = LATENCY_S * factor
-        self._min_gran = MIN_GRANULARITY_S * factor
-        self._irq_core: dict[int, int] = {}
 
     # --- placement ---------------------------------------------------------------------------
     def thread_ready(self, work, last_core: int) -> int:
@@ -75,8 +65,7 @@ class Linux(Policy):
         return best
 
     def time_slice(self, work, core: int) -> float:
-        running = 1 + self.sim.queue_len(core)
-        return max(self._latency / running, self._min_gran)
+        return self.cfs_slice(core)
 
     # --- balancing ---------------------------------------------------------------------------
     def _threads(self, core: int) -> list:

@@ -42,7 +42,6 @@ import numpy as np
 from pysched.superfunctions.functype import Category
 
 from .base import Policy
-from .linux import LATENCY_S, MIN_GRANULARITY_S
 
 STEALING = ("none", "same", "similar")
 
@@ -83,8 +82,6 @@ class SchedTask(Policy):
         self.reallocations = 0
         #: (epoch, allocation table in force after it) for every epoch: what TAlloc decided.
         self.history: list[tuple[int, dict[int, list[int]]]] = []
-        factor = 1 + math.log2(min(sim.ncores, 8))
-        self._latency, self._min_gran = LATENCY_S * factor, MIN_GRANULARITY_S * factor
 
     # --- TAlloc -------------------------------------------------------------------------------
     def epoch_end(self, epoch: int, stats) -> None:
@@ -140,7 +137,7 @@ class SchedTask(Policy):
         """Waiting time of a core (5.3): average execution times of its queued work."""
         return float(sum(self.avg[wk.type_id] for wk in self.sim.queue(core)))
 
-    def _place(self, work, local: int) -> int:
+    def place(self, work, local: int) -> int:
         cores = self.alloc.get(work.type_id)
         if not cores:
             return local
@@ -148,24 +145,13 @@ class SchedTask(Policy):
             return cores[0]
         return min(cores, key=self._wait)
 
-    def thread_ready(self, work, last_core: int) -> int:
-        return self._place(work, last_core)
-
-    def sf_start(self, work, core: int) -> int:
-        return self._place(work, core)
-
-    def sf_end(self, work, core: int) -> int:
-        return self._place(work, core)
-
     def route_interrupt(self, work, arrival_core: int) -> int:
         if work.type_id in self.alloc:
-            return self._place(work, arrival_core)
+            return self.place(work, arrival_core)
         return 0 if work.category == int(Category.INTERRUPT) else arrival_core
 
     def time_slice(self, work, core: int) -> float:
-        if not self.is_app[work.type_id]:
-            return math.inf
-        return max(self._latency / (1 + self.sim.queue_len(core)), self._min_gran)
+        return self.cfs_slice(core) if self.is_app[work.type_id] else math.inf
 
     # --- stealing (Algorithm 1) ---------------------------------------------------------------
     def steal(self, core: int) -> None:

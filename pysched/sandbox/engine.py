@@ -557,7 +557,7 @@ class Engine:
         self.done_items += 1
         self.s_type_items[w.type_id[i]] += 1
         self.s_events += int(self.events_w[i])
-        self.policy.item_done(wk, c, float(self.item_cycles[g]))
+        self.policy.item_done(wk, c, float(self.item_cycles[g]), int(w.insns[i]))
         self._works.pop(g, None)
         if wk.is_async:
             return

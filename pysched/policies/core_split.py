@@ -1,0 +1,63 @@
+"""Shared machinery of the core-specialisation baselines of SchedTask's Table 3
+(SelectiveOffload, FlexSC, DisAggregateOS): the cores are split into application cores and OS
+cores; application SuperFunctions run on application cores, the OS work a policy offloads runs
+on OS cores, each placed on the least loaded core of its set (queue length, then index).
+Within a core: interrupts first, then first come first served, with CFS-like time slices for
+application code (as the ``linux`` policy). No stealing across the split.
+"""
+from __future__ import annotations
+
+import math
+
+from pysched.superfunctions.functype import Category
+
+from .base import Policy
+
+
+class CoreSplit(Policy):
+    """Base class: subclasses set the split (:meth:`os_cores`) and what is offloaded
+    (:meth:`offload`)."""
+
+    def attach(self, sim) -> None:
+        super().attach(sim)
+        self.split(max(1, sim.ncores // 2))
+
+    def split(self, n_os: int) -> None:
+        """The last ``n_os`` cores are OS cores (at least one core of each kind remains)."""
+        n = self.sim.ncores
+        n_os = min(max(n_os, 1), n - 1) if n > 1 else 0
+        self.app_cores = list(range(n - n_os)) if n > 1 else [0]
+        self.os_cores_all = list(range(n - n_os, n)) if n > 1 else [0]
+
+    def os_cores(self, work) -> list[int]:
+        """OS cores that may run ``work`` (default: all of them)."""
+        return self.os_cores_all
+
+    def offload(self, work) -> bool:
+        """Whether an OS SuperFunction goes to the OS cores."""
+        return True
+
+    def _least(self, cores: list[int]) -> int:
+        sim = self.sim
+        return min(cores, key=lambda c: (sim.queue_len(c) + (sim.running(c) is not None), c))
+
+    def _app_core(self, last: int) -> int:
+        if last in self.app_cores:
+            return last
+        return self._least(self.app_cores)
+
+    def _is_app(self, work) -> bool:
+        return work.category in (int(Category.APPLICATION), int(Category.UNKNOWN))
+
+    def place(self, work, core: int) -> int:
+        if self._is_app(work):
+            return self._app_core(self.sim.last_core(work.task) if work.task >= 0 else core)
+        if self.offload(work):
+            return self._least(self.os_cores(work))
+        return self._app_core(self.sim.last_core(work.task) if work.task >= 0 else core)
+
+    def pick_next(self, core: int) -> int | None:
+        return self.interrupts_first(core)
+
+    def time_slice(self, work, core: int) -> float:
+        return self.cfs_slice(core) if self._is_app(work) else math.inf
