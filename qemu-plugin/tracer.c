@@ -72,6 +72,11 @@ static const pq_column COLS_INTERRUPTS[] = {
     {"handler", PQ_U64, PQ_DICT}, {"block_retired", PQ_U32, PQ_DICT}};
 static const pq_column COLS_SWITCHES[] = {
     EV_COLS, {"prev", PQ_U64, PQ_DICT}, {"next", PQ_U64, PQ_DICT}, {"cr3", PQ_U64, PQ_DICT}};
+/* One row per entry of the kernel's wake-up path: try_to_wake_up (kind 1) or
+ * wake_up_new_task (kind 2); woken = the task argument (rdi), waker = the running task. */
+static const pq_column COLS_WAKEUPS[] = {
+    EV_COLS, {"woken", PQ_U64, PQ_DICT}, {"waker", PQ_U64, PQ_DICT}, {"kind", PQ_U8, PQ_DICT}};
+enum { WAKE_TTWU = 1, WAKE_NEW = 2 };
 static const pq_column COLS_MARKERS[] = {
     EV_COLS, {"kind", PQ_U8, PQ_DICT}, {"thread", PQ_U64, PQ_DICT}, {"cr3", PQ_U64, PQ_DICT}, {"value", PQ_U64, PQ_DICT}};
 /* No virtual address: it would cost a quarter of data mode's write bandwidth. */
@@ -87,7 +92,8 @@ typedef struct {
     size_t ncols;
 } TableDef;
 
-enum { T_BLOCKS, T_INSNS, T_EXEC, T_SYSCALLS, T_INTERRUPTS, T_SWITCHES, T_MARKERS, T_MEM, T_N };
+enum { T_BLOCKS, T_INSNS, T_EXEC, T_SYSCALLS, T_INTERRUPTS, T_SWITCHES, T_MARKERS, T_WAKEUPS,
+       T_MEM, T_N };
 static const TableDef TABLES[T_N] = {
     [T_BLOCKS] = {"blocks", COLS_BLOCKS, NCOLS(COLS_BLOCKS)},
     [T_INSNS] = {"insns", COLS_INSNS, NCOLS(COLS_INSNS)},
@@ -96,6 +102,7 @@ static const TableDef TABLES[T_N] = {
     [T_INTERRUPTS] = {"interrupts", COLS_INTERRUPTS, NCOLS(COLS_INTERRUPTS)},
     [T_SWITCHES] = {"switches", COLS_SWITCHES, NCOLS(COLS_SWITCHES)},
     [T_MARKERS] = {"markers", COLS_MARKERS, NCOLS(COLS_MARKERS)},
+    [T_WAKEUPS] = {"wakeups", COLS_WAKEUPS, NCOLS(COLS_WAKEUPS)},
     [T_MEM] = {"mem", COLS_MEM, NCOLS(COLS_MEM)},
 };
 
@@ -119,6 +126,7 @@ typedef struct {
     uint64_t vaddr;
     int16_t vector;   /* IDT vector whose handler starts here, or -1 */
     bool is_switch;   /* starts __switch_to */
+    uint8_t wake;     /* starts try_to_wake_up (WAKE_TTWU) or wake_up_new_task (WAKE_NEW) */
     uint8_t *sizes;   /* instruction lengths, for locating a faulting RIP */
 } Block;
 
@@ -155,7 +163,7 @@ static struct {
     uint64_t ram;
     uint64_t roi_insns; /* 0: no bound */
     /* symbols */
-    uint64_t sym_idt, sym_current, sym_switch_to;
+    uint64_t sym_idt, sym_current, sym_switch_to, sym_ttwu, sym_wake_new;
     bool have_current;
     /* run state */
     qemu_plugin_id_t id;
@@ -621,7 +629,19 @@ static void context_switch(VCPU *vs)
     }
 }
 
-/* A block that starts an interrupt handler or __switch_to (registered with register access). */
+/* The kernel's wake-up path was entered: the task in rdi is being woken by the running one. */
+static void wakeup_row(VCPU *vs, int kind)
+{
+    Buf *t = &vs->buf[T_WAKEUPS];
+    size_t r = ev_row(vs, T_WAKEUPS);
+    COL(t, 1, uint64_t)[r] = vs->icount;
+    COL(t, 4, uint64_t)[r] = reg_read(vs, R_RDI);
+    COL(t, 5, uint64_t)[r] = read_thread(vs);
+    COL(t, 6, uint8_t)[r] = (uint8_t)kind;
+}
+
+/* A block that starts an interrupt handler, __switch_to or a wake-up function (registered with
+ * register access). */
 static void vcpu_tb_exec_special(unsigned int cpu, void *udata)
 {
     if (!S.tracing) {
@@ -647,6 +667,9 @@ static void vcpu_tb_exec_special(unsigned int cpu, void *udata)
     }
     if (b->is_switch) {
         context_switch(vs);
+    }
+    if (b->wake) {
+        wakeup_row(vs, b->wake);
     }
     exec_append(vs, b);
 }
@@ -873,6 +896,8 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     gpointer vec = S.handlers ? g_hash_table_lookup(S.handlers, &va) : NULL;
     b->vector = vec ? (int16_t)(GPOINTER_TO_INT(vec) - 1) : -1;
     b->is_switch = S.sym_switch_to && va == S.sym_switch_to;
+    b->wake = S.sym_ttwu && va == S.sym_ttwu ? WAKE_TTWU
+              : S.sym_wake_new && va == S.sym_wake_new ? WAKE_NEW : 0;
     S.n_blocks++;
     g_ptr_array_add(S.live, b);
 
@@ -907,7 +932,7 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     COL(bb, 3, uint32_t)[r] = nbytes;
     g_mutex_unlock(&S.lock);
 
-    if (b->vector >= 0 || b->is_switch) {
+    if (b->vector >= 0 || b->is_switch || b->wake) {
         qemu_plugin_register_vcpu_tb_exec_cb(tb, vcpu_tb_exec_special, QEMU_PLUGIN_CB_R_REGS, b);
     } else {
         qemu_plugin_register_vcpu_tb_exec_cb(tb, vcpu_tb_exec, QEMU_PLUGIN_CB_NO_REGS, b);
@@ -1061,8 +1086,10 @@ static void write_plugin_json(bool final)
                            S.out, S.sysmap ? S.sysmap : "", S.roi_all ? "all" : "marker",
                            S.data ? "true" : "false", S.rows, S.zstd, S.ram, S.roi_insns);
     g_string_append_printf(s, "  \"symbols\": {\"idt_table\": %" PRIu64 ", \"current_task\": %"
-                           PRIu64 ", \"__switch_to\": %" PRIu64 "},\n",
-                           S.sym_idt, S.sym_current, S.sym_switch_to);
+                           PRIu64 ", \"__switch_to\": %" PRIu64 ", \"try_to_wake_up\": %"
+                           PRIu64 ", \"wake_up_new_task\": %" PRIu64 "},\n",
+                           S.sym_idt, S.sym_current, S.sym_switch_to, S.sym_ttwu,
+                           S.sym_wake_new);
     g_string_append_printf(s, "  \"ram_base_calibrated\": %s,\n  \"ram_base_mismatches\": %"
                            PRIu64 ",\n", S.ram_base_set ? "true" : "false", S.ram_base_mismatch);
     g_string_append_printf(s, "  \"vcpus\": %u,\n  \"windows\": %" PRIu64 ",\n  \"blocks\": %"
@@ -1173,6 +1200,10 @@ static bool load_sysmap(const char *path)
             pcpu_hot = addr;
         } else if (!strcmp(name, "__switch_to")) {
             S.sym_switch_to = addr;
+        } else if (!strcmp(name, "try_to_wake_up")) {
+            S.sym_ttwu = addr;
+        } else if (!strcmp(name, "wake_up_new_task")) {
+            S.sym_wake_new = addr;
         }
     }
     fclose(f);
@@ -1268,6 +1299,9 @@ static bool prepare_out(void)
         return false;
     }
     for (int t = 0; t < T_N; t++) {
+        if (t == T_MEM && !S.data) {
+            continue; /* no empty mem/ without data=on */
+        }
         g_autofree char *d = g_strdup_printf("%s/%s", S.out, TABLES[t].name);
         GDir *dir = g_dir_open(d, 0, NULL);
         if (dir) {
@@ -1311,7 +1345,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     for (unsigned i = 0; i < S.nvcpus; i++) {
         VCPU *vs = &S.vcpus[i];
         buf_alloc(&vs->buf[T_EXEC], T_EXEC, S.rows);
-        for (int t = T_SYSCALLS; t <= T_MARKERS; t++) {
+        for (int t = T_SYSCALLS; t <= T_WAKEUPS; t++) {
             buf_alloc(&vs->buf[t], t, EVENT_ROWS);
         }
         if (S.data) {

@@ -313,3 +313,30 @@ def test_whole_run_mode_records_the_boot(tmp_path: Path) -> None:
     assert (it.vector == LOCAL_TIMER_VECTOR).any()  # the IDT was picked up during the boot
     kinds = set(trace.df("markers").kind)
     assert {0, 1} <= kinds  # begin/end of init.sh recorded as plain markers
+
+
+def test_blocked_threads_have_the_wakeup_that_released_them(traced: Path) -> None:
+    """Wake-up rows name the running thread as waker and a real task as woken: every task
+    that clone made runnable ran later, and a shell blocked in wait4 was woken."""
+    from pysched.trace import open_trace
+    t = open_trace(traced)
+    wk = t.df("wakeups")
+    sw = t.df("switches").sort_values("time_ns")
+    assert len(wk) > 0 and set(wk["kind"]) <= {1, 2}
+    assert (wk["woken"] != 0).all()
+    # every new task made runnable by clone appears as a switch's next later on
+    new = set(wk.loc[wk["kind"] == 2, "woken"])
+    assert new and new <= set(sw["next"])
+    # the waker is the thread running on that vCPU: the one its last switch brought in
+    checked = 0
+    for v, w in wk.groupby("vcpu"):
+        s_v = sw[sw["vcpu"] == v].sort_values("icount")
+        j = np.searchsorted(s_v["icount"].to_numpy(), w["icount"].to_numpy(), "right") - 1
+        ok = j >= 0
+        assert (s_v["next"].to_numpy()[j[ok]] == w["waker"].to_numpy()[ok]).all()
+        checked += int(ok.sum())
+    assert checked > 0.9 * len(wk)
+    # the shell waiting for its children (wait4) blocked and was woken at least once
+    sc = t.df("syscalls")
+    waiters = set(sc.loc[(sc["kind"] == 0) & (sc["nr"] == 61), "thread"])
+    assert waiters & set(wk["woken"])

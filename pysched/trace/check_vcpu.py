@@ -133,7 +133,8 @@ def _col(t: pa.Table, name: str) -> np.ndarray:
 def _rules(name: str, t: pa.Table) -> np.ndarray:
     kind = _col(t, "kind") if "kind" in t.column_names else None
     rule = np.full(t.num_rows, _INSIDE, dtype=np.int8)
-    if name == "switches":
+    if name in ("switches", "wakeups"):
+        # both are taken as the first block of a kernel function starts
         rule[:] = _BOUNDARY
     elif name == "interrupts":
         rule[kind == KIND_ENTRY] = _BOUNDARY

@@ -102,6 +102,9 @@ _SPECS = [
     TableSpec("markers", pa.schema(_COMMON + [("kind", _u8)] + _THREAD + [
         ("value", _u64),
     ]), per_vcpu=True, required=False),
+    TableSpec("wakeups", pa.schema(_COMMON + [
+        ("woken", _u64), ("waker", _u64), ("kind", _u8),
+    ]), per_vcpu=True, required=False),
     TableSpec("mem", pa.schema([
         ("icount", _u64), ("paddr", _u64), ("size", _u8), ("store", _u8),
     ]), per_vcpu=True, required=False),
@@ -111,4 +114,7 @@ _SPECS = [
 TABLES: dict[str, TableSpec] = {spec.name: spec for spec in _SPECS}
 
 #: Per-vCPU tables whose rows carry ``icount``/``exec_row``/``time_ns``.
-EVENT_TABLES: tuple[str, ...] = ("syscalls", "interrupts", "switches", "markers")
+EVENT_TABLES: tuple[str, ...] = ("syscalls", "interrupts", "switches", "markers", "wakeups")
+
+#: ``wakeups.kind``: entry of ``try_to_wake_up`` / of ``wake_up_new_task``.
+WAKE_TTWU, WAKE_NEW = 1, 2
