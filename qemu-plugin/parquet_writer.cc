@@ -85,7 +85,8 @@ extern "C" int pq_write_part(const char *path, const pq_column *cols, size_t nco
         builder.compression(parquet::Compression::ZSTD)
             ->compression_level(zstd_level)
             ->max_row_group_length(static_cast<int64_t>(nrows ? nrows : 1))
-            ->data_pagesize(1 << 20);
+            ->data_pagesize(1 << 20)
+            ->enable_page_checksum(); /* CRC32 per page: the reader detects corruption */
         for (size_t i = 0; i < ncols; i++) {
             if (cols[i].encoding != PQ_DICT) {
                 builder.disable_dictionary(cols[i].name);

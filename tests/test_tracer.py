@@ -340,3 +340,22 @@ def test_blocked_threads_have_the_wakeup_that_released_them(traced: Path) -> Non
     sc = t.df("syscalls")
     waiters = set(sc.loc[(sc["kind"] == 0) & (sc["nr"] == 61), "thread"])
     assert waiters & set(wk["woken"])
+
+
+def test_a_corrupted_page_is_named_not_a_traceback(traced: Path, tmp_path: Path) -> None:
+    """The plugin writes page checksums; a byte flipped inside a part's data is reported by
+    check and analyse as a damaged file of its table (issue 12)."""
+    import shutil
+    copy = tmp_path / "t"
+    shutil.copytree(traced, copy)
+    part = max((copy / "syscalls").glob("*.parquet"), key=lambda p: p.stat().st_size)
+    data = bytearray(part.read_bytes())
+    mid = len(data) // 3  # inside the column chunks, before the footer
+    data[mid] ^= 0xFF
+    part.write_bytes(bytes(data))
+    for args in (("check", str(copy)), ("analyse", str(copy), "--out", str(tmp_path / "r"))):
+        r = pysched(*args)
+        assert r.returncode != 0
+        text = r.stdout + r.stderr
+        assert "Traceback" not in text
+        assert part.name in text and "syscalls" in text

@@ -53,7 +53,8 @@ def compact_part(path: Path, level: int = DEFAULT_LEVEL) -> tuple[int, int]:
     tmp = path.with_name(path.name + ".tmp")
     pq.write_table(table, tmp, compression="zstd", compression_level=level,
                    use_dictionary=False, column_encoding={"block": "BYTE_STREAM_SPLIT"},
-                   row_group_size=max(1, table.num_rows), write_statistics=False)
+                   row_group_size=max(1, table.num_rows), write_statistics=False,
+                   write_page_checksum=True)
     os.replace(tmp, path)
     return before, path.stat().st_size
 

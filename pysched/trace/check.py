@@ -151,6 +151,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     except TraceError as exc:
         print(f"error: {exc}", file=out)
         return 1
-    report = check_trace(trace, limit=args.limit)
+    try:
+        report = check_trace(trace, limit=args.limit)
+    except TraceError as exc:  # a part that cannot be read (damaged file, bad checksum)
+        print(f"error: {exc}", file=out)
+        print("FAILED", file=out)
+        return 1
     print(report.format(), file=out)
     return 0 if report.ok else 1

@@ -221,9 +221,18 @@ class Trace:
         return pa.concat_tables(chunks)
 
     def read_part(self, part: Part) -> pa.Table:
-        """Read one part file (see :meth:`parts`) with exactly its table's schema."""
+        """Read one part file (see :meth:`parts`) with exactly its table's schema.
+
+        Page checksums are verified where the writer stored them (the plugin does); a damaged
+        file raises :class:`TraceError` naming the file and its table.
+        """
         spec = TABLES[part.table]
-        t = pq.ParquetFile(part.path).read(columns=spec.schema.names)
+        try:
+            t = pq.ParquetFile(part.path, page_checksum_verification=True).read(
+                columns=spec.schema.names)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise TraceError(f"{part.path}: table {part.table!r}: the file is damaged and "
+                             f"cannot be read ({exc})") from exc
         # Types are validated; the cast only unifies nullability and drops metadata.
         return t.select(spec.schema.names).cast(spec.schema)
 
