@@ -24,7 +24,8 @@ class XorShift:
 
 
 def seed_state(seed: int) -> int:
-    return (seed * 2654435761 + 0x9E3779B97F4A7C15) & M64 or 1
+    from pysched.models.caches.policies import rng_state
+    return rng_state(seed)
 
 
 class SlowCache:

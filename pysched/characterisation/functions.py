@@ -10,12 +10,14 @@ from collections import Counter
 
 import numpy as np
 
+from pysched.constants import KERNEL_SPACE
+
 from pysched.superfunctions import KernelSymbols, Segmentation
 from pysched.superfunctions.replay import replay
 from pysched.superfunctions.symbols import base_name
 from pysched.trace import Trace
 
-_USER_TOP = np.uint64(1 << 63)
+_USER_TOP = np.uint64(KERNEL_SPACE)  # below it: user space
 #: Kernel code outside System.map's text (modules, BPF, trampolines).
 OUTSIDE = "(not in System.map: module)"
 

@@ -48,10 +48,7 @@ from .footprint import Footprint
 from .metrics import SandboxStats
 from .workload import ASYNC_ITEM, FIRST, RESUME, RETURN, START, THREAD_ITEM, Workload
 
-try:
-    from pysched.constants import CLOCK_HZ, EPOCH_SECONDS, IPC
-except ImportError:  # pragma: no cover - before issue 12's move
-    from pysched.superfunctions.segment import CLOCK_HZ, EPOCH_SECONDS, IPC
+from pysched.constants import EPOCH_SECONDS
 
 #: Physical-address offset between the data of consecutive copies: 2**40 bytes, beyond any
 #: guest RAM, and a multiple of every set count, so a copy's data map to the same sets as the

@@ -39,10 +39,7 @@ import pandas as pd
 
 from pysched.superfunctions.functype import Category
 
-try:  # the constants move to pysched.constants (issue 12); accept both homes
-    from pysched.constants import CLOCK_HZ, IPC
-except ImportError:  # pragma: no cover - before the move
-    from pysched.superfunctions.segment import CLOCK_HZ, IPC
+from pysched.constants import CLOCK_HZ, IPC
 
 #: Item kinds.
 THREAD_ITEM, ASYNC_ITEM = 0, 1

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pysched.constants import KERNEL_SPACE
+
 from pysched.trace import BlockIndex, Trace, block_index
 from pysched.trace.schema import PAGE_SHIFT, UNKNOWN_PADDR
 
@@ -32,7 +34,7 @@ F_DEAD = 8
 #: instruction other than the first starts a softirq action.
 F_MIXED = 16
 
-_USER_TOP = np.uint64(1 << 63)
+_USER_TOP = np.uint64(KERNEL_SPACE)  # below it: user space
 #: Linux x86_64 maps programs below this (non-PIE at 0x400000, PIE near 0x555555554000 plus up
 #: to 1 TiB of randomisation) and shared libraries, the loader and the vDSO above it (the mmap
 #: area starts under 0x7fffffffffff, at most 1 TiB lower).

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pysched.constants import CLOCK_HZ, DEFAULT_EPOCH, EPOCH_SECONDS, IPC  # noqa: F401
 from pysched.trace import Part, Trace, TraceError, open_trace
 from pysched.trace.execstream import truncations
 
@@ -41,12 +42,9 @@ from .functype import (
 )
 from .symbols import KernelSymbols, trace_symbols
 
-#: Default epoch: 3 ms (the paper's, section 4.4) at 2 GHz and an IPC of 1.0, i.e. 6 million
-#: instructions of each vCPU. Epoch k of a vCPU is its instructions [k * len, (k + 1) * len).
-CLOCK_HZ = 2_000_000_000
-IPC = 1.0
-EPOCH_SECONDS = 0.003
-DEFAULT_EPOCH = int(EPOCH_SECONDS * CLOCK_HZ * IPC)
+# Default epoch (pysched.constants): 3 ms (the paper's, section 4.4) at 2 GHz and an IPC of
+# 1.0, i.e. 6 million instructions of each vCPU. Epoch k of a vCPU is its instructions
+# [k * len, (k + 1) * len).
 
 MAX_DEPTH = 64
 _INF = 1 << 62

@@ -7,6 +7,7 @@ from ..stats import SingleCacheStats
 from . import validate
 from .config import CacheConfig
 from .kernels import _run_cache
+from .policies import rng_state
 
 
 class Cache:
@@ -41,8 +42,7 @@ class Cache:
         self.tags = np.full(n, -1, dtype=np.int64)
         self.dirty = np.zeros(n, dtype=np.uint8)
         # xorshift must not start at 0
-        self._rng = np.array([seed * 2654435761 + 0x9E3779B97F4A7C15 & (2**64 - 1) or 1],
-                             dtype=np.uint64)
+        self._rng = np.array([rng_state(seed)], dtype=np.uint64)
         self._counts = np.zeros((classes, 2, 2), dtype=np.int64)
         self._events = np.zeros(1, dtype=np.int64)
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..configio import ConfigError, Loadable, check_int
+from .policies import FIFO, LRU, RANDOM
 
 #: Replacement policies by name; the value is the code the kernels dispatch on.
-POLICIES: dict[str, int] = {"lru": 0, "fifo": 1, "random": 2}
+POLICIES: dict[str, int] = {"lru": LRU, "fifo": FIFO, "random": RANDOM}
 
 
 def _is_pow2(n: int) -> bool:

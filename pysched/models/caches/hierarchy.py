@@ -8,6 +8,7 @@ from ..stats import CacheStats
 from . import validate
 from .config import HierarchyConfig
 from .kernels import G_MASK, G_POLICY, G_WAYS, _run_hierarchy
+from .policies import rng_state
 
 
 class Hierarchy:
@@ -56,8 +57,7 @@ class Hierarchy:
             self._geo[p, G_POLICY] = lv.policy_code
         self.tags = np.full(total, -1, dtype=np.int64)
         self.dirty = np.zeros(total, dtype=np.uint8)
-        self._rng = np.array([config.seed * 2654435761 + 0x9E3779B97F4A7C15 & (2**64 - 1) or 1],
-                             dtype=np.uint64)
+        self._rng = np.array([rng_state(config.seed)], dtype=np.uint64)
         self._served = np.zeros((cores, classes, NKINDS, NLEVELS), dtype=np.int64)
         self._events = np.zeros((cores, NEVENTS), dtype=np.int64)
 

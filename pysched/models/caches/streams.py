@@ -15,13 +15,14 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow.parquet as pq
 
+from ...constants import KERNEL_SPACE as _KERNEL_SPACE
 from ...trace import expand
 from ...trace.reader import Trace
 from ...trace.schema import UNKNOWN_PADDR
 from ..codes import APP, IFETCH, LOAD, OS, STORE
 
 #: Virtual addresses at or above this are the kernel's (x86-64 canonical upper half).
-KERNEL_SPACE = np.uint64(0xFFFF800000000000)
+KERNEL_SPACE = np.uint64(_KERNEL_SPACE)
 
 
 def _shift(line: int) -> int:

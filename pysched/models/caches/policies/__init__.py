@@ -11,7 +11,13 @@ import numpy as np
 
 from . import fifo, lru, random_policy
 
+#: Policy codes the kernels dispatch on (the one definition; config.POLICIES names them).
 LRU, FIFO, RANDOM = 0, 1, 2
+
+
+def rng_state(seed: int) -> int:
+    """The random policy's xorshift state for ``seed`` (never 0, which xorshift cannot leave)."""
+    return (int(seed) * 2654435761 + 0x9E3779B97F4A7C15) & (2**64 - 1) or 1
 
 
 @numba.njit(cache=True, inline="always")
@@ -34,4 +40,5 @@ def fill(policy: int, tags: np.ndarray, dirty: np.ndarray, base: int, ways: int,
     return random_policy.fill(tags, dirty, base, ways, line, make_dirty, rng)
 
 
-__all__ = ["FIFO", "LRU", "RANDOM", "fifo", "fill", "lru", "on_hit", "random_policy"]
+__all__ = ["FIFO", "LRU", "RANDOM", "fifo", "fill", "lru", "on_hit", "random_policy",
+           "rng_state"]
