@@ -14,7 +14,6 @@ import numpy as np
 import pyarrow as pa
 
 from pysched.trace import Trace, TraceError
-from pysched.trace.check_order import roi_mode
 from pysched.trace.schema import KIND_ENTRY, KIND_RETURN, MARKER_BEGIN
 
 from .functype import IA32_OFFSET
@@ -152,7 +151,7 @@ def _check_windows(trace: Trace) -> None:
     marker: where the other vCPUs' streams cross a window boundary is not recorded, so they
     cannot be cut per window. Such traces are refused with :data:`ONE_WINDOW_HINT`.
     """
-    if roi_mode(trace.plugin_info) == "all":
+    if trace.roi == "all":
         return
     info = trace.plugin_info or {}
     windows = info.get("windows")

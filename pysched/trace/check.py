@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from .blockindex import block_index
-from .check_order import check_markers, check_syscalls, roi_mode
+from .check_order import check_markers, check_syscalls
 from .check_static import FRAMES, check_blocks, check_frames
 from .check_vcpu import ICOUNT, check_events, check_exec, check_mem
 from .errors import TraceError
@@ -129,7 +129,7 @@ def check_trace(trace: Trace, limit: int = 20) -> Report:
         syscalls[v], markers[v] = vs.events["syscalls"], vs.events["markers"]
     _check_plugin_counters(trace, totals, report)
     check_syscalls(syscalls, report)
-    check_markers(markers, roi_mode(trace.plugin_info), report,
+    check_markers(markers, trace.roi, report,
                   int((trace.plugin_info or {}).get("roi_insns_ends", 0) or 0))
     _locate_first_executions(trace, report, vcpus)
     report.summary = _summary(trace, totals)

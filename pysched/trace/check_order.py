@@ -101,16 +101,6 @@ def check_syscalls(tables: dict[int, pa.Table], report: Report) -> None:
             report.note(SYSCALLS, f"{count} {what}")
 
 
-def roi_mode(plugin_info: dict[str, Any] | None) -> str:
-    """The ``roi=`` option from ``plugin.json`` (top level or under ``options``), default
-    ``"marker"``."""
-    info = plugin_info or {}
-    for d in (info.get("options"), info):
-        if isinstance(d, dict) and isinstance(d.get("roi"), str):
-            return d["roi"]
-    return "marker"
-
-
 def check_markers(tables: dict[int, pa.Table], roi: str, report: Report,
                   bound_ends: int = 0) -> None:
     """Check e: in time order over all vCPUs, begin and end alternate starting with a begin,

@@ -193,6 +193,16 @@ class Trace:
         found = self._parts[spec.name]
         return found if vcpu is None else [p for p in found if p.vcpu == vcpu]
 
+    @property
+    def roi(self) -> str:
+        """The plugin's ``roi=`` option from ``plugin.json`` (top level or under ``options``):
+        ``"marker"`` (the default) or ``"all"``."""
+        info = self.plugin_info or {}
+        for d in (info.get("options"), info):
+            if isinstance(d, dict) and isinstance(d.get("roi"), str):
+                return d["roi"]
+        return "marker"
+
     def num_rows(self, name: str, vcpu: int | None = None) -> int:
         """Rows of a table (from the part footers, without reading data)."""
         return sum(p.num_rows for p in self.parts(name, vcpu))
@@ -235,6 +245,34 @@ class Trace:
                              f"cannot be read ({exc})") from exc
         # Types are validated; the cast only unifies nullability and drops metadata.
         return t.select(spec.schema.names).cast(spec.schema)
+
+    def window(self, name: str, vcpu: int, lo: int, hi: int,
+               column: str = "icount") -> pa.Table:
+        """Rows of ``vcpu``'s part of table ``name`` with ``lo <= column < hi``.
+
+        Parts are in order of ``column`` (the contract for ``icount``), so the row-group
+        statistics let parts wholly below the window be skipped and reading stop at the first
+        part wholly above it.
+        """
+        spec = self._spec(name, vcpu)
+        if column not in spec.schema.names:
+            raise KeyError(f"table {name!r} has no column {column!r}")
+        tables = []
+        for part in self.parts(name, vcpu):
+            md = pq.ParquetFile(part.path).metadata
+            col = md.schema.to_arrow_schema().get_field_index(column)
+            stats = [md.row_group(g).column(col).statistics for g in range(md.num_row_groups)]
+            if stats and all(st is not None and st.has_min_max for st in stats):
+                if min(st.min for st in stats) >= hi:
+                    break
+                if max(st.max for st in stats) < lo:
+                    continue
+            tables.append(self.read_part(part))
+        if not tables:
+            return spec.schema.empty_table()
+        t = pa.concat_tables(tables)
+        c = t.column(column).to_numpy()
+        return t.filter((c >= lo) & (c < hi))
 
     def df(self, name: str, vcpu: int | None = None) -> pd.DataFrame:
         """Read a table as a :class:`pandas.DataFrame` (see :meth:`table`)."""

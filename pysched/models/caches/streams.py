@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from ...constants import KERNEL_SPACE as _KERNEL_SPACE
 from ...trace import expand
@@ -181,30 +180,6 @@ def os_classes(pc: np.ndarray) -> np.ndarray:
                     np.uint16(APP))
 
 
-def _mem_window(trace: Trace, vcpu: int, lo: int, hi: int):
-    """``mem`` rows of ``vcpu`` with ``lo <= icount < hi``, reading only overlapping parts."""
-    import pyarrow as pa
-    tables = []
-    for part in trace.parts("mem", vcpu):
-        md = pq.ParquetFile(part.path).metadata
-        col = md.schema.to_arrow_schema().get_field_index("icount")
-        stats = [md.row_group(g).column(col).statistics for g in range(md.num_row_groups)]
-        if stats and all(st is not None and st.has_min_max for st in stats):
-            pmin, pmax = min(st.min for st in stats), max(st.max for st in stats)
-            if pmin >= hi:
-                break  # parts are in order: nothing later overlaps
-            if pmax < lo:
-                continue
-        tables.append(trace.read_part(part))
-    if not tables:
-        from ...trace.schema import TABLES
-        return TABLES["mem"].schema.empty_table()
-    t = pa.concat_tables(tables)
-    ic = t.column("icount").to_numpy()
-    keep = (ic >= lo) & (ic < hi)
-    return t.filter(keep)
-
-
 def access_stream(trace: Trace, vcpu: int, start: int = 0, stop: int | None = None,
                   line: int = 64, classes: np.ndarray | None = None,
                   data: bool = True) -> AccessStream:
@@ -251,7 +226,7 @@ def access_stream(trace: Trace, vcpu: int, start: int = 0, stop: int | None = No
         if not trace.parts("mem", vcpu) and not trace.parts("mem"):
             raise ValueError(f"{trace.path}: no 'mem' table; record with --data-accesses or "
                              f"pass data=False")
-        t = _mem_window(trace, vcpu, first, first + n)
+        t = trace.window("mem", vcpu, first, first + n)
         paddr = t.column("paddr").to_numpy()
         unknown_data = int((paddr == np.uint64(UNKNOWN_PADDR)).sum())
         d_ic, d_addr, d_kind = data_accesses(t.column("icount").to_numpy(), paddr,
