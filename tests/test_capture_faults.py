@@ -182,7 +182,8 @@ Failed requests:        {failed}
 @pytest.mark.parametrize("failed, non2xx, verdict", [
     (0, "", None),
     (3, "", None),  # in flight when ab was stopped
-    (40, "", "40 of 1200 requests failed"),
+    (140, "", None),  # transport errors of the emulated network, under a quarter
+    (400, "", "400 of 1200 requests failed"),
     (0, "Non-2xx responses:      1200\n", "1200 of 1200 requests got an answer other than 2xx"),
 ])
 def test_ab_success_criterion(failed: int, non2xx: str, verdict: str | None) -> None:

@@ -403,9 +403,13 @@ def _ab_failure(log: str, concurrency: int) -> str | None:
         return f"{non2xx} of {complete} requests got an answer other than 2xx"
     if complete == 0:
         return "ab completed no request"
-    if failed and failed > concurrency:
-        return (f"{failed} of {complete} requests failed (more than the {concurrency} in "
-                "flight when ab was stopped)")
+    # Failed requests are transport errors (receive errors, short answers, resets), not server
+    # answers: those in flight when pysched stops ab, and some that QEMU's user-mode network
+    # loses under tracing (about 12 % of a traced apache run). A quarter is the bound.
+    allowed = max(concurrency, complete // 4)
+    if failed and failed > allowed:
+        return (f"{failed} of {complete} requests failed (more than {allowed}: the "
+                f"{concurrency} in flight when ab was stopped, or a quarter of those completed)")
     return None
 
 
@@ -414,8 +418,10 @@ def peer_failure(summary: Mapping[str, Any] | None, log: str, params: Mapping[st
     """Whether the workload's host peer failed, by its own account.
 
     - ``ab``: it printed a report, completed at least one request, and no answer was other
-      than 2xx; ``Failed requests`` up to the concurrency are allowed, since ab counts the
-      requests in flight when pysched stops it at the end of the region.
+      than 2xx; ``Failed requests`` (transport errors) up to the concurrency or a quarter of
+      the completed requests, whichever is more, are allowed: ab counts the requests in
+      flight when pysched stops it at the end of the region, and QEMU's user-mode network
+      loses some connections under tracing.
     - ``scp-in`` / ``scp-out``: scp exited 0, or pysched stopped it (the region ended first).
     - ``netclient``: it got answers, and no connection or protocol error.
 
