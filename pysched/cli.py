@@ -12,7 +12,7 @@ import sys
 # name -> (module, one-line help)
 _COMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("pysched.capture.command", "boot a guest under the tracer and run a workload or a command"),
-    "check": ("pysched.trace.check", "check a trace directory's invariants"),
+    "check": ("pysched.trace.checker", "check a trace directory's invariants"),
     "analyse": ("pysched.report.command",
                 "SuperFunctions, breakups, epoch similarity and page heatmaps of traces"),
     "evaluate": ("pysched.evaluation.command",

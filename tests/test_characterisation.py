@@ -28,14 +28,7 @@ T1 = 0xFFFF888000100000
 
 matplotlib.use("Agg")  # before any figure is made (pysched.plots imports pyplot lazily)
 
-
-def twin_counts(start, stop, col, L, ne, nc) -> np.ndarray:
-    """One instruction at a time."""
-    out = np.zeros((ne, nc), dtype=np.int64)
-    for a, b, c in zip(start, stop, col):
-        for i in range(a, b):
-            out[i // L, c] += 1
-    return out
+from twins.characterisation import twin_counts  # noqa: E402
 
 
 def test_epoch_counts_hand_made() -> None:

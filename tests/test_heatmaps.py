@@ -30,18 +30,7 @@ OS, APP = int(Category.SYSCALL), int(Category.APPLICATION)
 
 matplotlib.use("Agg")  # before any figure is made (pysched.plots imports pyplot lazily)
 
-
-# --- slow twins ----------------------------------------------------------------------------
-
-def twin_hash(pf: int) -> int:
-    return (pf + (pf >> 9) + (pf >> 18) + (pf >> 27) + (pf >> 36) + (pf >> 45)) % 2**64
-
-
-def twin_filters(group, pfn, ngroups, nbits) -> list[set[int]]:
-    out = [set() for _ in range(ngroups)]
-    for g, p in zip(group, pfn):
-        out[int(g)].add(twin_hash(int(p)) % nbits)
-    return out
+from twins.heatmaps import twin_filters, twin_hash  # noqa: E402
 
 
 # --- hash ------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models_twins import SlowHierarchy, slow_single
+from twins.caches import SlowHierarchy, slow_single
 from pysched.models import ConfigError
 from pysched.models.caches import Cache, CacheConfig, Hierarchy, HierarchyConfig
 from pysched.models.codes import EVENT_NAMES, IFETCH, LOAD, STORE

@@ -5,25 +5,13 @@ import numpy as np
 import pytest
 
 import tracefactory as tf
+from twins.streams import slow_fetch_lines
 from pysched.models.caches import access_stream, data_accesses, fetch_lines, merge_accesses
 from pysched.models.caches.streams import os_classes
 from pysched.models.codes import APP, IFETCH, LOAD, OS, STORE
 from pysched.trace import open_trace
 
 UNK = 2**64 - 1
-
-
-def slow_fetch_lines(paddr, line):
-    out, prev = [], None
-    for i, p in enumerate(paddr):
-        p = int(p)
-        if p == UNK:
-            prev = None
-            continue
-        if prev is None or p // line != prev:
-            out.append(i)
-        prev = p // line
-    return out
 
 
 def test_fetch_lines_hand_made():

@@ -9,12 +9,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from models_twins import SlowHierarchy
 from sandbox_factory import FIRST, START, tiny
 from test_models_caches import small_hier
+from twins.sandbox import slow_as_traced
 
 from pysched.models.cores.config import big_core
-from pysched.models.cores.timing import stall_table
 from pysched.models.machine import MachineConfig
 from pysched.policies import REGISTRY, describe, get_policy
 from pysched.sandbox import SandboxConfig, simulate
@@ -106,25 +105,6 @@ def test_invariants_hold_for_every_policy(wf, policy, cores, load, max_chunk):
         total = total + e
     assert total.instructions.sum() == w.total_insns * load
     assert total.cache.served.sum() == sum(len(fp.icount[v]) for v in w.vcpus) * load
-
-
-def slow_as_traced(w, fp, cfg: MachineConfig, switch_cycles: int):
-    """Plain-Python twin of the replay on one core: items in traced order, each access through
-    the slow hierarchy, cycles = instructions * CPI + stalls + a switch per change of thread."""
-    core = cfg.cores[0]
-    h = SlowHierarchy(cfg.hierarchy, len(w.types))
-    stall = stall_table(cfg.hierarchy, core)
-    cycles, last_task = 0.0, -1
-    for i in sorted(range(len(w)), key=lambda i: w.run_start[w.run_ptr[i]]):
-        if w.task[i] >= 0 and w.task[i] != last_task:
-            cycles += switch_cycles
-            last_task = w.task[i]
-        for r in range(w.run_ptr[i], w.run_ptr[i + 1]):
-            addr, kind = fp.window(int(w.run_vcpu[r]), int(w.run_start[r]), int(w.run_stop[r]))
-            served = h.run(0, addr, kind, np.full(len(addr), w.type_id[i]))
-            cycles += (w.run_stop[r] - w.run_start[r]) * core.base_cpi
-            cycles += sum(stall[k, s] for k, s in zip(kind.tolist(), served))
-    return cycles, np.array(h.served)
 
 
 @settings(max_examples=25, deadline=None)
@@ -248,3 +228,14 @@ def test_as_traced_replays_each_vcpu_in_traced_order(dss_mem):
         first = [int(w.run_start[w.run_ptr[g]]) for g in items]
         assert first == sorted(first)
         assert len(set(starts)) == len(starts)
+
+
+@pytest.mark.parametrize("policy", ["linux", "schedtask"])
+def test_real_trace_with_wakeups_keeps_every_invariant(dss_mem, policy):
+    seg, w, fp = dss_mem
+    assert w.dependencies == "wakeups" and (w.dep_item >= 0).any()
+    eng = Engine(w, fp, get_policy(policy), SandboxConfig(machine(4), load=2))
+    eng.log = []
+    eng.run()
+    check_invariants(eng)  # includes: no woken item starts before its waker's wake-up
+    assert eng.forced == 0

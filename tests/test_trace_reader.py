@@ -27,7 +27,7 @@ from pysched.trace import (
     expand,
     open_trace,
 )
-from pysched.trace import check as check_cli
+from pysched.trace import checker as check_cli
 from pysched.trace.expand import _expand, expand_rows
 
 U64 = np.uint64
@@ -407,8 +407,8 @@ def test_check_region_ended_by_the_bound(sample_dir: Path) -> None:
 
 
 def test_check_markers_counts_bound_ended_regions() -> None:
-    from pysched.trace.check_order import check_markers
-    from pysched.trace.report import Report
+    from pysched.trace.checker.order import check_markers
+    from pysched.trace.checker.findings import Report
 
     def run(kinds: list[int], bound_ends: int) -> Report:
         n = len(kinds)

@@ -13,7 +13,7 @@ import numpy as np
 from pysched.constants import KERNEL_SPACE
 
 from pysched.superfunctions import KernelSymbols, Segmentation
-from pysched.superfunctions.replay import replay
+from pysched.superfunctions.piece_stream import piece_instructions
 from pysched.superfunctions.symbols import base_name
 from pysched.trace import Trace
 
@@ -61,7 +61,7 @@ def function_profiles(trace: Trace, seg: Segmentation, functypes: list[int],
     ptype = p["type"].to_numpy(np.uint64)
     pos = {lab: i for i, lab in enumerate(p.index)}
     for v in sorted(p["vcpu"].unique()):
-        for label, pcs, _ in replay(trace, seg, int(v), p):
+        for label, pcs, _ in piece_instructions(trace, seg, int(v), p):
             user = pcs < _USER_TOP
             cnt = out[int(ptype[pos[label]])]
             cnt["user"] += int(user.sum())

@@ -9,7 +9,6 @@ Interrupts wait for their turn in that order (no preemption), and no time slices
 """
 from __future__ import annotations
 
-import numpy as np
 
 from .base import Policy
 
@@ -37,23 +36,26 @@ class AsTraced(Policy):
         for s, copy, g, v in keys:
             self._order[sim.home_of(copy, v)].append(g)
         self._next = [0] * sim.ncores
+        self._queued: set[int] = set()  # every placement hook is an enqueue: no rescans
 
     def place(self, work, core: int) -> int:
+        self._queued.add(work.gid)
         return self.sim.home(work)
 
     def resume(self, work, core: int) -> int:
-        return self.sim.home(work)
+        return self.place(work, core)
 
     def route_interrupt(self, work, arrival_core: int) -> int:
-        return self.sim.home(work)
+        return self.place(work, arrival_core)
 
     def pick_next(self, core: int) -> int | None:
         order, k = self._order[core], self._next[core]
-        if k >= len(order):
-            return None
+        if k >= len(order) or order[k] not in self._queued:
+            return None  # the next traced item is not ready yet: wait for it
         want = order[k]
         for idx, wk in enumerate(self.sim.queue(core)):
             if wk.gid == want:
                 self._next[core] = k + 1
+                self._queued.discard(want)
                 return idx
-        return None  # the next traced item is not ready yet: wait for it
+        return None

@@ -42,11 +42,10 @@ from pysched.heatmaps.hashing import bloom_bit
 from pysched.models.caches.hierarchy import Hierarchy
 from pysched.models.cores.timing import stall_table
 from pysched.models.machine import MachineConfig
-from pysched.models.stats import CacheStats
 
 from .footprint import Footprint
 from .metrics import SandboxStats
-from .workload import ASYNC_ITEM, FIRST, RESUME, RETURN, START, THREAD_ITEM, Workload
+from .workload import ASYNC_ITEM, FIRST, RETURN, START, THREAD_ITEM, Workload
 
 from pysched.constants import EPOCH_SECONDS
 

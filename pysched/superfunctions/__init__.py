@@ -24,7 +24,7 @@ from .functype import (
     subcategory,
     syscall_type,
 )
-from .replay import replay
+from .piece_stream import piece_instructions
 from .segment import CLOCK_HZ, DEFAULT_EPOCH, EPOCH_SECONDS, IPC, Segmentation, segment
 from .symbols import (
     SCHEDULER_FUNCTIONS,
@@ -40,6 +40,6 @@ __all__ = [
     "SCHEDULER_FUNCTIONS", "SOFTIRQ_ACTIONS", "SOFTIRQ_DISPATCHERS", "UNKNOWN_TYPE",
     "Category", "KernelSymbols", "Segmentation", "application_type", "bottom_half_type",
     "category_bits", "describe", "encode", "find_system_map", "interrupt_type",
-    "kernel_thread_type", "page_checksum", "replay", "segment", "subcategory", "syscall_type",
+    "kernel_thread_type", "page_checksum", "piece_instructions", "segment", "subcategory", "syscall_type",
     "trace_symbols",
 ]

@@ -1,4 +1,4 @@
-"""Segmentation of a trace into SuperFunction instances: the driver around :mod:`.kernel`.
+"""Segmentation of a trace into SuperFunction instances: the driver around :mod:`.segment_kernel`.
 
 vCPUs are walked in context-switch order: a vCPU's run between two switches is processed when
 every run that started earlier (by the switches' ``time_ns``) has been, so a thread that
@@ -27,7 +27,7 @@ from pysched.constants import CLOCK_HZ, DEFAULT_EPOCH, EPOCH_SECONDS, IPC  # noq
 from pysched.trace import Part, Trace, TraceError, open_trace
 from pysched.trace.execstream import truncations
 
-from . import kernel as K
+from . import segment_kernel as K
 from .codemap import CodeMap, trace_codemap
 from .events import EV_SWITCH, TraceEvents, load_events
 from .functype import (

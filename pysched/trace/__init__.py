@@ -13,7 +13,7 @@ from __future__ import annotations
 from pysched import _jitcache  # noqa: F401  (first: ties numba's kernel cache to the sources)
 
 from .blockindex import BlockIndex, block_index
-from .check import check_trace
+from .checker import check_trace
 from .errors import TraceError
 from .execstream import ExecChunk, exec_chunks
 from .expand import InstructionStream, block_sizes, block_start_icount, expand

@@ -1,7 +1,7 @@
 """Replaying the instructions of SuperFunction pieces, streamed from the exec parts.
 
 A piece is a run of one instance on one vCPU (``Segmentation.pieces``); its instructions are
-the vCPU's stream between counters ``start`` and ``stop``. :func:`replay` walks a vCPU's exec
+the vCPU's stream between counters ``start`` and ``stop``. :func:`piece_instructions` walks a vCPU's exec
 stream once and hands out those instructions piece by piece, so a model can run exactly what
 each instance retired, in order, without holding the whole stream.
 """
@@ -18,7 +18,7 @@ from pysched.trace.expand import expand_rows
 from .segment import Segmentation
 
 
-def replay(trace: Trace, seg: Segmentation, vcpu: int,
+def piece_instructions(trace: Trace, seg: Segmentation, vcpu: int,
            pieces: pd.DataFrame | None = None) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
     """Instructions of ``vcpu``'s pieces, in stream order.
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from .blockindex import BlockIndex
-from .check_static import BLOCKS, FRAMES
-from .execstream import ExecChunk, exec_chunks
-from .reader import Trace
-from .report import Location, Report
-from .schema import (
+from ..blockindex import BlockIndex
+from .static import BLOCKS, FRAMES
+from ..execstream import ExecChunk, exec_chunks
+from ..reader import Trace
+from .findings import Location, Report
+from ..schema import (
     BLOCK_NONE,
     EVENT_TABLES,
     FLAG_INT80,

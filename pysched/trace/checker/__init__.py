@@ -4,8 +4,8 @@ Checks (each listed in the output with its violations, at most ``--limit`` shown
 
 ``blocks``   (a) executed blocks exist in ``blocks`` and ``insns``; each block's ``insns`` rows
              are ``idx`` 0..ninsn-1 at consecutive addresses summing to ``nbytes``.
-``icount``   (b) event rows agree with the exec stream: ``icount`` vs ``exec_row`` (see
-             :mod:`pysched.trace.check_vcpu`), monotonic counters, ``block_retired`` and
+``icount``   (b) event rows (wake-ups too) agree with the exec stream: ``icount`` vs ``exec_row`` (see
+             :mod:`pysched.trace.checker.vcpu`), monotonic counters, ``block_retired`` and
              ``handler`` of interrupt entries, the instruction at ``icount - 1`` is the one
              that raised the event; ``mem`` icounts lie in the stream; a final
              ``plugin.json``'s per-vCPU ``icount`` equals the stream's total.
@@ -26,15 +26,15 @@ from typing import TextIO
 import numpy as np
 import pyarrow as pa
 
-from .blockindex import block_index
-from .check_order import check_markers, check_syscalls
-from .check_static import FRAMES, check_blocks, check_frames
-from .check_vcpu import ICOUNT, check_events, check_exec, check_mem
-from .errors import TraceError
-from .execstream import exec_chunks
-from .reader import Trace
-from .report import Location, Report
-from .schema import TABLES
+from ..blockindex import block_index
+from .order import check_markers, check_syscalls
+from .static import FRAMES, check_blocks, check_frames
+from .vcpu import ICOUNT, check_events, check_exec, check_mem
+from ..errors import TraceError
+from ..execstream import exec_chunks
+from ..reader import Trace
+from .findings import Location, Report
+from ..schema import TABLES
 
 
 def _summary(trace: Trace, totals: dict[int, int | None]) -> list[str]:

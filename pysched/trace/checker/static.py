@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .blockindex import BlockIndex
-from .report import Location, Report
-from .schema import KERNEL_TEXT_BASE, KERNEL_TEXT_END, PAGE_MASK, PAGE_SHIFT, UNKNOWN_PADDR
+from ..blockindex import BlockIndex
+from .findings import Location, Report
+from ..schema import KERNEL_TEXT_BASE, KERNEL_TEXT_END, PAGE_MASK, PAGE_SHIFT, UNKNOWN_PADDR
 
 BLOCKS = "blocks"
 FRAMES = "frames"

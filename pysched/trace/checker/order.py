@@ -7,13 +7,12 @@ are broken by vCPU and row.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from .report import Location, Report
-from .schema import KIND_ENTRY, KIND_RETURN, MARKER_BEGIN, MARKER_END, MARKER_MARK
+from .findings import Location, Report
+from ..schema import KIND_ENTRY, KIND_RETURN, MARKER_BEGIN, MARKER_END, MARKER_MARK
 
 SYSCALLS = "syscalls"
 MARKERS = "markers"
