@@ -7,12 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define NR32_GETPID 20
+#include "guest.h"
 
-static void roi_mark(uint64_t value)
-{
-    __asm__ volatile(".byte 0x48, 0x87, 0xdb" : : "a"(0x5ced0003UL), "D"(value) : "memory");
-}
+#define NR32_GETPID 20
 
 int main(int argc, char **argv)
 {
@@ -22,7 +19,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: int80 N\n");
         return 2;
     }
-    roi_mark(8);
+    roi_marker(ROI_MARK, 8);
     long pid = -1;
     for (long i = 0; i < n; i++) {
         long ret;

@@ -13,16 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ROI_BEGIN 0x5ced0001UL
-#define ROI_END 0x5ced0002UL
-#define ROI_MARK 0x5ced0003UL
-
-static void roi_marker(uint64_t cmd, uint64_t value)
-{
-    /* rax/rdi are inputs the plugin reads; "memory" keeps the compiler from moving loads and
-     * stores across the marker, so the region boundaries are where the source says. */
-    __asm__ volatile(".byte 0x48, 0x87, 0xdb" : : "a"(cmd), "D"(value) : "memory");
-}
+#include "guest.h"
 
 static int usage(void)
 {

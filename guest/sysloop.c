@@ -18,10 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static void roi_mark(uint64_t value)
-{
-    __asm__ volatile(".byte 0x48, 0x87, 0xdb" : : "a"(0x5ced0003UL), "D"(value) : "memory");
-}
+#include "guest.h"
 
 /* The value of `key: N` in /proc/self/io text, or -1 when absent. */
 static long long field(const char *text, const char *key)
@@ -72,7 +69,7 @@ int main(int argc, char **argv)
         return 1;
     }
     char c = 0;
-    roi_mark(7);
+    roi_marker(ROI_MARK, 7);
     char first[4096], last[4096];
     if (read_io(first) != 0) {
         return 1;

@@ -1,7 +1,8 @@
 /*
  * parquet_writer.h - the small C ABI between the plugin (C) and Arrow's Parquet C++ library.
  *
- * One call writes one complete Parquet file holding one row group, from plain column arrays.
+ * One call writes one complete Parquet file holding one row group, from plain column arrays,
+ * with a CRC-32 page checksum in every page header.
  * The file is written as PATH.tmp and renamed to PATH, so a reader never sees half a file.
  */
 #ifndef PYSCHED_PARQUET_WRITER_H

@@ -1,7 +1,7 @@
 /*
  * tracer.c - pysched's full-system tracer: a QEMU TCG plugin (API v4) that records, for every
  * vCPU of an x86_64 Linux guest, the retired block stream with guest-physical frames, system
- * calls, interrupts/exceptions, context switches and ROI markers into Parquet tables.
+ * calls, interrupts/exceptions, context switches, wake-ups and ROI markers into Parquet tables.
  *
  * Layout of this file: includes, version, constants and state, table buffers and the writer
  * thread, guest introspection (registers, IDT, thread key), callbacks, translation, exit and
@@ -39,6 +39,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define MARK_END 0x5ced0002u
 #define MARK_USER 0x5ced0003u
 
+/* wakeups.kind: the kernel function whose entry the row records (README: wakeups); 0 is none */
+enum { WAKE_TTWU = 1, WAKE_NEW, WAKE_DONE, WAKE_N };
+static const char *const WAKE_SYMBOLS[WAKE_N] = {
+    [WAKE_TTWU] = "try_to_wake_up", [WAKE_NEW] = "wake_up_new_task",
+    [WAKE_DONE] = "ttwu_do_wakeup"};
+
 /* insns.flags bits */
 enum { F_SYSCALL = 1, F_INT80 = 2, F_SYSRET = 4, F_IRET = 8, F_MARKER = 16 };
 
@@ -47,44 +53,77 @@ enum { F_SYSCALL = 1, F_INT80 = 2, F_SYSRET = 4, F_IRET = 8, F_MARKER = 16 };
 #define IDT_REFRESH_SWITCHES 4096    /* re-read the IDT every this many context switches */
 
 /* ---------------------------------------------------------------------------------------- */
-/* Table schemas (column order = README order)                                               */
+/* Table schemas. Every table's columns are named by an enum (the column's index) and listed
+ * in that order, which is the order of README.md and pysched/trace/schema.py. */
 
-#define EV_COLS {"vcpu", PQ_U16, PQ_DICT}, {"icount", PQ_U64, PQ_DELTA}, \
-    {"exec_row", PQ_U64, PQ_DELTA}, {"time_ns", PQ_U64, PQ_DELTA}
-static const pq_column COLS_BLOCKS[] = {
-    {"block", PQ_U32, PQ_DELTA}, {"vaddr", PQ_U64, PQ_PLAIN}, {"ninsn", PQ_U32, PQ_DICT},
-    {"nbytes", PQ_U32, PQ_DICT}};
-static const pq_column COLS_INSNS[] = {
-    {"block", PQ_U32, PQ_DELTA}, {"idx", PQ_U16, PQ_DICT}, {"vaddr", PQ_U64, PQ_DELTA},
-    {"paddr", PQ_U64, PQ_DELTA}, {"size", PQ_U8, PQ_DICT}, {"flags", PQ_U8, PQ_DICT}};
+/* Columns every per-vCPU event table but mem starts with. */
+enum { EV_VCPU, EV_ICOUNT, EV_EXEC_ROW, EV_TIME_NS, EV_N };
+#define EV_COLS [EV_VCPU] = {"vcpu", PQ_U16, PQ_DICT}, [EV_ICOUNT] = {"icount", PQ_U64, PQ_DELTA}, \
+    [EV_EXEC_ROW] = {"exec_row", PQ_U64, PQ_DELTA}, [EV_TIME_NS] = {"time_ns", PQ_U64, PQ_DELTA}
+
+enum { BL_BLOCK, BL_VADDR, BL_NINSN, BL_NBYTES, BL_N };
+static const pq_column COLS_BLOCKS[BL_N] = {
+    [BL_BLOCK] = {"block", PQ_U32, PQ_DELTA}, [BL_VADDR] = {"vaddr", PQ_U64, PQ_PLAIN},
+    [BL_NINSN] = {"ninsn", PQ_U32, PQ_DICT}, [BL_NBYTES] = {"nbytes", PQ_U32, PQ_DICT}};
+
+enum { IN_BLOCK, IN_IDX, IN_VADDR, IN_PADDR, IN_SIZE, IN_FLAGS, IN_N };
+static const pq_column COLS_INSNS[IN_N] = {
+    [IN_BLOCK] = {"block", PQ_U32, PQ_DELTA}, [IN_IDX] = {"idx", PQ_U16, PQ_DICT},
+    [IN_VADDR] = {"vaddr", PQ_U64, PQ_DELTA}, [IN_PADDR] = {"paddr", PQ_U64, PQ_DELTA},
+    [IN_SIZE] = {"size", PQ_U8, PQ_DICT}, [IN_FLAGS] = {"flags", PQ_U8, PQ_DICT}};
+
 /* Byte stream split: the four bytes of every id in four streams, which zstd compresses two to
  * three times better than dictionary indices on kernel-heavy streams (tens of thousands of
  * distinct blocks). */
-static const pq_column COLS_EXEC[] = {{"block", PQ_U32, PQ_SPLIT}};
-static const pq_column COLS_SYSCALLS[] = {
-    EV_COLS,        {"kind", PQ_U8, PQ_DICT},    {"thread", PQ_U64, PQ_DICT}, {"cr3", PQ_U64, PQ_DICT},
-    {"abi", PQ_U8, PQ_DICT}, {"nr", PQ_I64, PQ_DICT},     {"arg0", PQ_U64, PQ_DICT},   {"arg1", PQ_U64, PQ_DICT},
-    {"arg2", PQ_U64, PQ_DICT}, {"arg3", PQ_U64, PQ_DICT}, {"arg4", PQ_U64, PQ_DICT},   {"arg5", PQ_U64, PQ_DICT},
-    {"ret", PQ_I64, PQ_DICT}, {"pc", PQ_U64, PQ_DICT},    {"matched", PQ_U8, PQ_DICT}};
-static const pq_column COLS_INTERRUPTS[] = {
-    EV_COLS,           {"kind", PQ_U8, PQ_DICT},       {"thread", PQ_U64, PQ_DICT}, {"cr3", PQ_U64, PQ_DICT},
-    {"vector", PQ_I16, PQ_DICT}, {"error_code", PQ_U64, PQ_DICT}, {"user", PQ_U8, PQ_DICT},    {"pc", PQ_U64, PQ_DICT},
-    {"handler", PQ_U64, PQ_DICT}, {"block_retired", PQ_U32, PQ_DICT}};
-static const pq_column COLS_SWITCHES[] = {
-    EV_COLS, {"prev", PQ_U64, PQ_DICT}, {"next", PQ_U64, PQ_DICT}, {"cr3", PQ_U64, PQ_DICT}};
-/* One row per entry of the kernel's wake-up path: try_to_wake_up (kind 1) or
- * wake_up_new_task (kind 2); woken = the task argument (rdi), waker = the running task. */
-static const pq_column COLS_WAKEUPS[] = {
-    EV_COLS, {"woken", PQ_U64, PQ_DICT}, {"waker", PQ_U64, PQ_DICT}, {"kind", PQ_U8, PQ_DICT}};
-enum { WAKE_TTWU = 1, WAKE_NEW = 2 };
-static const pq_column COLS_MARKERS[] = {
-    EV_COLS, {"kind", PQ_U8, PQ_DICT}, {"thread", PQ_U64, PQ_DICT}, {"cr3", PQ_U64, PQ_DICT}, {"value", PQ_U64, PQ_DICT}};
+enum { EX_BLOCK, EX_N };
+static const pq_column COLS_EXEC[EX_N] = {[EX_BLOCK] = {"block", PQ_U32, PQ_SPLIT}};
+
+enum { SC_KIND = EV_N, SC_THREAD, SC_CR3, SC_ABI, SC_NR, SC_ARG0, SC_ARG5 = SC_ARG0 + 5, SC_RET,
+       SC_PC, SC_MATCHED, SC_N };
+static const pq_column COLS_SYSCALLS[SC_N] = {
+    EV_COLS, [SC_KIND] = {"kind", PQ_U8, PQ_DICT}, [SC_THREAD] = {"thread", PQ_U64, PQ_DICT},
+    [SC_CR3] = {"cr3", PQ_U64, PQ_DICT}, [SC_ABI] = {"abi", PQ_U8, PQ_DICT},
+    [SC_NR] = {"nr", PQ_I64, PQ_DICT}, [SC_ARG0] = {"arg0", PQ_U64, PQ_DICT},
+    [SC_ARG0 + 1] = {"arg1", PQ_U64, PQ_DICT}, [SC_ARG0 + 2] = {"arg2", PQ_U64, PQ_DICT},
+    [SC_ARG0 + 3] = {"arg3", PQ_U64, PQ_DICT}, [SC_ARG0 + 4] = {"arg4", PQ_U64, PQ_DICT},
+    [SC_ARG5] = {"arg5", PQ_U64, PQ_DICT}, [SC_RET] = {"ret", PQ_I64, PQ_DICT},
+    [SC_PC] = {"pc", PQ_U64, PQ_DICT}, [SC_MATCHED] = {"matched", PQ_U8, PQ_DICT}};
+
+enum { IR_KIND = EV_N, IR_THREAD, IR_CR3, IR_VECTOR, IR_ERROR_CODE, IR_USER, IR_PC, IR_HANDLER,
+       IR_BLOCK_RETIRED, IR_N };
+static const pq_column COLS_INTERRUPTS[IR_N] = {
+    EV_COLS, [IR_KIND] = {"kind", PQ_U8, PQ_DICT}, [IR_THREAD] = {"thread", PQ_U64, PQ_DICT},
+    [IR_CR3] = {"cr3", PQ_U64, PQ_DICT}, [IR_VECTOR] = {"vector", PQ_I16, PQ_DICT},
+    [IR_ERROR_CODE] = {"error_code", PQ_U64, PQ_DICT}, [IR_USER] = {"user", PQ_U8, PQ_DICT},
+    [IR_PC] = {"pc", PQ_U64, PQ_DICT}, [IR_HANDLER] = {"handler", PQ_U64, PQ_DICT},
+    [IR_BLOCK_RETIRED] = {"block_retired", PQ_U32, PQ_DICT}};
+
+enum { SW_PREV = EV_N, SW_NEXT, SW_CR3, SW_N };
+static const pq_column COLS_SWITCHES[SW_N] = {
+    EV_COLS, [SW_PREV] = {"prev", PQ_U64, PQ_DICT}, [SW_NEXT] = {"next", PQ_U64, PQ_DICT},
+    [SW_CR3] = {"cr3", PQ_U64, PQ_DICT}};
+
+enum { MK_KIND = EV_N, MK_THREAD, MK_CR3, MK_VALUE, MK_N };
+static const pq_column COLS_MARKERS[MK_N] = {
+    EV_COLS, [MK_KIND] = {"kind", PQ_U8, PQ_DICT}, [MK_THREAD] = {"thread", PQ_U64, PQ_DICT},
+    [MK_CR3] = {"cr3", PQ_U64, PQ_DICT}, [MK_VALUE] = {"value", PQ_U64, PQ_DICT}};
+
+/* woken: the task the kernel function was called for; waker: the running task (the waking
+ * thread, or the task an interrupt interrupted). */
+enum { WK_WOKEN = EV_N, WK_WAKER, WK_KIND, WK_N };
+static const pq_column COLS_WAKEUPS[WK_N] = {
+    EV_COLS, [WK_WOKEN] = {"woken", PQ_U64, PQ_DICT}, [WK_WAKER] = {"waker", PQ_U64, PQ_DICT},
+    [WK_KIND] = {"kind", PQ_U8, PQ_DICT}};
+
 /* No virtual address: it would cost a quarter of data mode's write bandwidth. */
-static const pq_column COLS_MEM[] = {{"icount", PQ_U64, PQ_DELTA}, {"paddr", PQ_U64, PQ_SPLIT},
-                                     {"size", PQ_U8, PQ_DICT}, {"store", PQ_U8, PQ_DICT}};
+enum { ME_ICOUNT, ME_PADDR, ME_SIZE, ME_STORE, ME_N };
+static const pq_column COLS_MEM[ME_N] = {
+    [ME_ICOUNT] = {"icount", PQ_U64, PQ_DELTA}, [ME_PADDR] = {"paddr", PQ_U64, PQ_SPLIT},
+    [ME_SIZE] = {"size", PQ_U8, PQ_DICT}, [ME_STORE] = {"store", PQ_U8, PQ_DICT}};
 
 #define NCOLS(a) (sizeof(a) / sizeof((a)[0]))
 #define MAXCOLS 20
+_Static_assert(SC_N <= MAXCOLS, "MAXCOLS is below the widest table");
 
 typedef struct {
     const char *name;
@@ -92,6 +131,7 @@ typedef struct {
     size_t ncols;
 } TableDef;
 
+/* Per-vCPU event tables are T_SYSCALLS..T_WAKEUPS (allocated together); T_MEM comes last. */
 enum { T_BLOCKS, T_INSNS, T_EXEC, T_SYSCALLS, T_INTERRUPTS, T_SWITCHES, T_MARKERS, T_WAKEUPS,
        T_MEM, T_N };
 static const TableDef TABLES[T_N] = {
@@ -126,7 +166,7 @@ typedef struct {
     uint64_t vaddr;
     int16_t vector;   /* IDT vector whose handler starts here, or -1 */
     bool is_switch;   /* starts __switch_to */
-    uint8_t wake;     /* starts try_to_wake_up (WAKE_TTWU) or wake_up_new_task (WAKE_NEW) */
+    uint8_t wake;     /* WAKE_* kind of the wake-up function that starts here, or 0 */
     uint8_t *sizes;   /* instruction lengths, for locating a faulting RIP */
 } Block;
 
@@ -163,7 +203,8 @@ static struct {
     uint64_t ram;
     uint64_t roi_insns; /* 0: no bound */
     /* symbols */
-    uint64_t sym_idt, sym_current, sym_switch_to, sym_ttwu, sym_wake_new;
+    uint64_t sym_idt, sym_current, sym_switch_to;
+    uint64_t sym_wake[WAKE_N]; /* by kind; 0 when the map lacks the function: no such rows */
     bool have_current;
     /* run state */
     qemu_plugin_id_t id;
@@ -355,21 +396,25 @@ static void flush_vcpu(VCPU *vs)
     }
 }
 
-/* Reserve one row of a per-vCPU event table (flushing the vCPU when it is full). */
-static size_t ev_row(VCPU *vs, int table)
+/* Reserve one row of a per-vCPU event table (flushing the vCPU when it is full) and fill its
+ * common columns; the caller fills the table's own. */
+static size_t ev_row(VCPU *vs, int table, uint64_t icount)
 {
     Buf *b = &vs->buf[table];
     if (b->n == b->cap) {
         flush_vcpu(vs);
     }
     size_t r = b->n++;
-    if (table != T_MEM) {
+    if (table == T_MEM) {
+        COL(b, ME_ICOUNT, uint64_t)[r] = icount;
+    } else {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        COL(b, 0, uint16_t)[r] = vs->index;
-        COL(b, 2, uint64_t)[r] = vs->exec_rows;
-        COL(b, 3, uint64_t)[r] = (uint64_t)(ts.tv_sec - S.t0.tv_sec) * 1000000000ull +
-                                 (uint64_t)(ts.tv_nsec - S.t0.tv_nsec);
+        COL(b, EV_VCPU, uint16_t)[r] = vs->index;
+        COL(b, EV_ICOUNT, uint64_t)[r] = icount;
+        COL(b, EV_EXEC_ROW, uint64_t)[r] = vs->exec_rows;
+        COL(b, EV_TIME_NS, uint64_t)[r] = (uint64_t)(ts.tv_sec - S.t0.tv_sec) * 1000000000ull +
+                                          (uint64_t)(ts.tv_nsec - S.t0.tv_nsec);
     }
     return r;
 }
@@ -377,7 +422,7 @@ static size_t ev_row(VCPU *vs, int table)
 static inline void exec_append(VCPU *vs, Block *b)
 {
     Buf *e = &vs->buf[T_EXEC];
-    COL(e, 0, uint32_t)[e->n++] = b->id;
+    COL(e, EX_BLOCK, uint32_t)[e->n++] = b->id;
     vs->exec_rows++;
     vs->pending = b;
     if (e->n == e->cap) {
@@ -568,6 +613,24 @@ static uint32_t retired_before(const Block *b, uint64_t rip)
     return b->ninsn;
 }
 
+/* One interrupts row: an entry (kind 0) or a return (kind 1); see README.md for the columns. */
+static void interrupt_row(VCPU *vs, uint64_t icount, int kind, uint64_t thread, int16_t vector,
+                          uint64_t error_code, bool user, uint64_t pc, uint64_t handler,
+                          uint32_t block_retired)
+{
+    Buf *t = &vs->buf[T_INTERRUPTS];
+    size_t r = ev_row(vs, T_INTERRUPTS, icount);
+    COL(t, IR_KIND, uint8_t)[r] = kind;
+    COL(t, IR_THREAD, uint64_t)[r] = thread;
+    COL(t, IR_CR3, uint64_t)[r] = reg_read(vs, R_CR3);
+    COL(t, IR_VECTOR, int16_t)[r] = vector;
+    COL(t, IR_ERROR_CODE, uint64_t)[r] = error_code;
+    COL(t, IR_USER, uint8_t)[r] = user;
+    COL(t, IR_PC, uint64_t)[r] = pc;
+    COL(t, IR_HANDLER, uint64_t)[r] = handler;
+    COL(t, IR_BLOCK_RETIRED, uint32_t)[r] = block_retired;
+}
+
 /*
  * The first block of an interrupt handler starts: count what the interrupted block retired and
  * record the entry. Returns false when the bound stops this vCPU here; the entry is recorded
@@ -600,44 +663,32 @@ static bool interrupt_entry(VCPU *vs, Block *b)
     if (user) {
         entry_kind_set(thread, ENTRY_INTERRUPT);
     }
-    Buf *t = &vs->buf[T_INTERRUPTS];
-    size_t r = ev_row(vs, T_INTERRUPTS);
-    COL(t, 1, uint64_t)[r] = vs->icount;
-    COL(t, 4, uint8_t)[r] = 0;
-    COL(t, 5, uint64_t)[r] = thread;
-    COL(t, 6, uint64_t)[r] = reg_read(vs, R_CR3);
-    COL(t, 7, int16_t)[r] = (int16_t)v;
-    COL(t, 8, uint64_t)[r] = err;
-    COL(t, 9, uint8_t)[r] = user;
-    COL(t, 10, uint64_t)[r] = rip;
-    COL(t, 11, uint64_t)[r] = b->vaddr;
-    COL(t, 12, uint32_t)[r] = retired;
+    interrupt_row(vs, vs->icount, 0, thread, (int16_t)v, err, user, rip, b->vaddr, retired);
     return !bound_reached(vs);
 }
 
 static void context_switch(VCPU *vs)
 {
     Buf *t = &vs->buf[T_SWITCHES];
-    size_t r = ev_row(vs, T_SWITCHES);
-    COL(t, 1, uint64_t)[r] = vs->icount;
-    COL(t, 4, uint64_t)[r] = reg_read(vs, R_RDI);
-    COL(t, 5, uint64_t)[r] = reg_read(vs, R_RSI);
-    COL(t, 6, uint64_t)[r] = reg_read(vs, R_CR3);
+    size_t r = ev_row(vs, T_SWITCHES, vs->icount);
+    COL(t, SW_PREV, uint64_t)[r] = reg_read(vs, R_RDI);
+    COL(t, SW_NEXT, uint64_t)[r] = reg_read(vs, R_RSI);
+    COL(t, SW_CR3, uint64_t)[r] = reg_read(vs, R_CR3);
     /* The IDT is final long before user space runs; re-reading it now and then costs little. */
     if (vs->switches++ % IDT_REFRESH_SWITCHES == 0 && idt_refresh(vs)) {
         request_reset(MODE_FULL);
     }
 }
 
-/* The kernel's wake-up path was entered: the task in rdi is being woken by the running one. */
+/* A wake-up function of the kernel is entered: the task it is called for is its first argument
+ * (rdi), but ttwu_do_wakeup(rq, p, ...)'s second (rsi). */
 static void wakeup_row(VCPU *vs, int kind)
 {
     Buf *t = &vs->buf[T_WAKEUPS];
-    size_t r = ev_row(vs, T_WAKEUPS);
-    COL(t, 1, uint64_t)[r] = vs->icount;
-    COL(t, 4, uint64_t)[r] = reg_read(vs, R_RDI);
-    COL(t, 5, uint64_t)[r] = read_thread(vs);
-    COL(t, 6, uint8_t)[r] = (uint8_t)kind;
+    size_t r = ev_row(vs, T_WAKEUPS, vs->icount);
+    COL(t, WK_WOKEN, uint64_t)[r] = reg_read(vs, kind == WAKE_DONE ? R_RSI : R_RDI);
+    COL(t, WK_WAKER, uint64_t)[r] = read_thread(vs);
+    COL(t, WK_KIND, uint8_t)[r] = (uint8_t)kind;
 }
 
 /* A block that starts an interrupt handler, __switch_to or a wake-up function (registered with
@@ -683,31 +734,29 @@ static void syscall_row(VCPU *vs, uint64_t icount, int kind, uint64_t thread, in
                         int64_t nr, const uint64_t *args, int64_t ret, uint64_t pc, int matched)
 {
     Buf *t = &vs->buf[T_SYSCALLS];
-    size_t r = ev_row(vs, T_SYSCALLS);
-    COL(t, 1, uint64_t)[r] = icount;
-    COL(t, 4, uint8_t)[r] = kind;
-    COL(t, 5, uint64_t)[r] = thread;
-    COL(t, 6, uint64_t)[r] = reg_read(vs, R_CR3);
-    COL(t, 7, uint8_t)[r] = abi;
-    COL(t, 8, int64_t)[r] = nr;
+    size_t r = ev_row(vs, T_SYSCALLS, icount);
+    COL(t, SC_KIND, uint8_t)[r] = kind;
+    COL(t, SC_THREAD, uint64_t)[r] = thread;
+    COL(t, SC_CR3, uint64_t)[r] = reg_read(vs, R_CR3);
+    COL(t, SC_ABI, uint8_t)[r] = abi;
+    COL(t, SC_NR, int64_t)[r] = nr;
     for (int i = 0; i < 6; i++) {
-        COL(t, 9 + i, uint64_t)[r] = args ? args[i] : 0;
+        COL(t, SC_ARG0 + i, uint64_t)[r] = args ? args[i] : 0;
     }
-    COL(t, 15, int64_t)[r] = ret;
-    COL(t, 16, uint64_t)[r] = pc;
-    COL(t, 17, uint8_t)[r] = matched;
+    COL(t, SC_RET, int64_t)[r] = ret;
+    COL(t, SC_PC, uint64_t)[r] = pc;
+    COL(t, SC_MATCHED, uint8_t)[r] = matched;
 }
 
 static void marker_row(VCPU *vs, int kind, uint64_t value, uint64_t thread, uint64_t cr3,
                        uint64_t icount)
 {
     Buf *t = &vs->buf[T_MARKERS];
-    size_t r = ev_row(vs, T_MARKERS);
-    COL(t, 1, uint64_t)[r] = icount;
-    COL(t, 4, uint8_t)[r] = kind;
-    COL(t, 5, uint64_t)[r] = thread;
-    COL(t, 6, uint64_t)[r] = cr3;
-    COL(t, 7, uint64_t)[r] = value;
+    size_t r = ev_row(vs, T_MARKERS, icount);
+    COL(t, MK_KIND, uint8_t)[r] = kind;
+    COL(t, MK_THREAD, uint64_t)[r] = thread;
+    COL(t, MK_CR3, uint64_t)[r] = cr3;
+    COL(t, MK_VALUE, uint64_t)[r] = value;
 }
 
 /* syscall, int 0x80, sysretq, iretq and the ROI marker: called before the instruction runs. */
@@ -785,18 +834,7 @@ static void vcpu_insn_exec(unsigned int cpu, void *udata)
             syscall_row(vs, icount, 1, thread, 0, -1, NULL, (int64_t)reg_read(vs, R_RAX), pc, 1);
             return;
         }
-        Buf *t = &vs->buf[T_INTERRUPTS];
-        size_t r = ev_row(vs, T_INTERRUPTS);
-        COL(t, 1, uint64_t)[r] = icount;
-        COL(t, 4, uint8_t)[r] = 1;
-        COL(t, 5, uint64_t)[r] = thread;
-        COL(t, 6, uint64_t)[r] = reg_read(vs, R_CR3);
-        COL(t, 7, int16_t)[r] = -1;
-        COL(t, 8, uint64_t)[r] = 0;
-        COL(t, 9, uint8_t)[r] = user;
-        COL(t, 10, uint64_t)[r] = frame[0];
-        COL(t, 11, uint64_t)[r] = pc;
-        COL(t, 12, uint32_t)[r] = 0;
+        interrupt_row(vs, icount, 1, thread, -1, 0, user, frame[0], pc, 0);
     }
 }
 
@@ -808,12 +846,11 @@ static void vcpu_mem(unsigned int cpu, qemu_plugin_meminfo_t info, uint64_t vadd
     }
     struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
     Buf *t = &vs->buf[T_MEM];
-    size_t r = ev_row(vs, T_MEM);
-    COL(t, 0, uint64_t)[r] = vs->icount + GPOINTER_TO_UINT(udata);
-    COL(t, 1, uint64_t)[r] =
+    size_t r = ev_row(vs, T_MEM, vs->icount + GPOINTER_TO_UINT(udata));
+    COL(t, ME_PADDR, uint64_t)[r] =
         (hw && !qemu_plugin_hwaddr_is_io(hw)) ? qemu_plugin_hwaddr_phys_addr(hw) : PADDR_UNKNOWN;
-    COL(t, 2, uint8_t)[r] = 1u << qemu_plugin_mem_size_shift(info);
-    COL(t, 3, uint8_t)[r] = qemu_plugin_mem_is_store(info);
+    COL(t, ME_SIZE, uint8_t)[r] = 1u << qemu_plugin_mem_size_shift(info);
+    COL(t, ME_STORE, uint8_t)[r] = qemu_plugin_mem_is_store(info);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -896,8 +933,12 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     gpointer vec = S.handlers ? g_hash_table_lookup(S.handlers, &va) : NULL;
     b->vector = vec ? (int16_t)(GPOINTER_TO_INT(vec) - 1) : -1;
     b->is_switch = S.sym_switch_to && va == S.sym_switch_to;
-    b->wake = S.sym_ttwu && va == S.sym_ttwu ? WAKE_TTWU
-              : S.sym_wake_new && va == S.sym_wake_new ? WAKE_NEW : 0;
+    b->wake = 0;
+    for (int k = WAKE_TTWU; k < WAKE_N; k++) {
+        if (S.sym_wake[k] && va == S.sym_wake[k]) {
+            b->wake = (uint8_t)k;
+        }
+    }
     S.n_blocks++;
     g_ptr_array_add(S.live, b);
 
@@ -914,22 +955,22 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             buf_flush(bi, -1);
         }
         size_t r = bi->n++;
-        COL(bi, 0, uint32_t)[r] = b->id;
-        COL(bi, 1, uint16_t)[r] = (uint16_t)i;
-        COL(bi, 2, uint64_t)[r] = qemu_plugin_insn_vaddr(insn);
-        COL(bi, 3, uint64_t)[r] = to_paddr(qemu_plugin_insn_haddr(insn));
-        COL(bi, 4, uint8_t)[r] = b->sizes[i];
-        COL(bi, 5, uint8_t)[r] = (uint8_t)flags[i];
+        COL(bi, IN_BLOCK, uint32_t)[r] = b->id;
+        COL(bi, IN_IDX, uint16_t)[r] = (uint16_t)i;
+        COL(bi, IN_VADDR, uint64_t)[r] = qemu_plugin_insn_vaddr(insn);
+        COL(bi, IN_PADDR, uint64_t)[r] = to_paddr(qemu_plugin_insn_haddr(insn));
+        COL(bi, IN_SIZE, uint8_t)[r] = b->sizes[i];
+        COL(bi, IN_FLAGS, uint8_t)[r] = (uint8_t)flags[i];
     }
     Buf *bb = &S.statics[0];
     if (bb->n == bb->cap) {
         buf_flush(bb, -1);
     }
     size_t r = bb->n++;
-    COL(bb, 0, uint32_t)[r] = b->id;
-    COL(bb, 1, uint64_t)[r] = va;
-    COL(bb, 2, uint32_t)[r] = (uint32_t)n;
-    COL(bb, 3, uint32_t)[r] = nbytes;
+    COL(bb, BL_BLOCK, uint32_t)[r] = b->id;
+    COL(bb, BL_VADDR, uint64_t)[r] = va;
+    COL(bb, BL_NINSN, uint32_t)[r] = (uint32_t)n;
+    COL(bb, BL_NBYTES, uint32_t)[r] = nbytes;
     g_mutex_unlock(&S.lock);
 
     if (b->vector >= 0 || b->is_switch || b->wake) {
@@ -1086,10 +1127,12 @@ static void write_plugin_json(bool final)
                            S.out, S.sysmap ? S.sysmap : "", S.roi_all ? "all" : "marker",
                            S.data ? "true" : "false", S.rows, S.zstd, S.ram, S.roi_insns);
     g_string_append_printf(s, "  \"symbols\": {\"idt_table\": %" PRIu64 ", \"current_task\": %"
-                           PRIu64 ", \"__switch_to\": %" PRIu64 ", \"try_to_wake_up\": %"
-                           PRIu64 ", \"wake_up_new_task\": %" PRIu64 "},\n",
-                           S.sym_idt, S.sym_current, S.sym_switch_to, S.sym_ttwu,
-                           S.sym_wake_new);
+                           PRIu64 ", \"__switch_to\": %" PRIu64, S.sym_idt, S.sym_current,
+                           S.sym_switch_to);
+    for (int k = WAKE_TTWU; k < WAKE_N; k++) {
+        g_string_append_printf(s, ", \"%s\": %" PRIu64, WAKE_SYMBOLS[k], S.sym_wake[k]);
+    }
+    g_string_append(s, "},\n");
     g_string_append_printf(s, "  \"ram_base_calibrated\": %s,\n  \"ram_base_mismatches\": %"
                            PRIu64 ",\n", S.ram_base_set ? "true" : "false", S.ram_base_mismatch);
     g_string_append_printf(s, "  \"vcpus\": %u,\n  \"windows\": %" PRIu64 ",\n  \"blocks\": %"
@@ -1200,10 +1243,11 @@ static bool load_sysmap(const char *path)
             pcpu_hot = addr;
         } else if (!strcmp(name, "__switch_to")) {
             S.sym_switch_to = addr;
-        } else if (!strcmp(name, "try_to_wake_up")) {
-            S.sym_ttwu = addr;
-        } else if (!strcmp(name, "wake_up_new_task")) {
-            S.sym_wake_new = addr;
+        }
+        for (int k = WAKE_TTWU; k < WAKE_N; k++) {
+            if (!strcmp(name, WAKE_SYMBOLS[k])) {
+                S.sym_wake[k] = addr;
+            }
         }
     }
     fclose(f);

@@ -91,7 +91,7 @@ def test_absent_event_table_reads_empty(tmp_path: Path) -> None:
     f, a, _ = tiny()
     f.run(0, a)
     t = open_trace(f.write(tmp_path / "t"))
-    for name in ("syscalls", "interrupts", "switches", "markers", "mem"):
+    for name in ("syscalls", "interrupts", "switches", "markers", "wakeups", "mem"):
         empty = t.table(name)
         assert empty.num_rows == 0 and empty.schema == TABLES[name].schema
         assert t.table(name, 0).num_rows == 0
@@ -528,3 +528,105 @@ def test_expand_windows_match_whole_stream(sample_dir: Path) -> None:
         assert w.row_start.tolist() == whole.row_start[start:hi + 1].tolist()
     with pytest.raises(ValueError):
         expand(t, 0, 5, 2)
+
+
+# --- wake-ups ------------------------------------------------------------------------------
+
+TTWU, NEW_TASK, DONE = tf.KBASE + 0x10E1700, tf.KBASE + 0x10E2AC0, tf.KBASE + 0x10DF890
+WAKER, SLEEPER = 0xFFFF888000100000, 0xFFFF888000200000
+
+
+def wake_factory() -> tuple[tf.TraceFactory, int]:
+    """WAKER calls try_to_wake_up(SLEEPER), which takes effect (ttwu_do_wakeup) on the same
+    vCPU; then SLEEPER runs. Returns the factory and the user block."""
+    f = tf.TraceFactory(nvcpus=1)
+    u = f.block(0x401000, [3, 2])
+    ttwu, done = f.block(TTWU, [5, 4]), f.block(DONE, [4, 1])
+    f.plugin_info["symbols"] = {"try_to_wake_up": TTWU, "wake_up_new_task": NEW_TASK,
+                                "ttwu_do_wakeup": DONE}
+    f.run(0, u)
+    f.wakeup(0, 1, SLEEPER, waker=WAKER)
+    f.run(0, ttwu)
+    f.wakeup(0, 3, SLEEPER, waker=WAKER)
+    f.run(0, done, u)
+    f.switch(0, WAKER, SLEEPER)
+    f.run(0, u)
+    return f, u
+
+
+def test_wakeups_read_and_check(tmp_path: Path) -> None:
+    f, _ = wake_factory()
+    t = open_trace(f.write(tmp_path / "t"))
+    wk = t.df("wakeups")
+    assert list(wk.kind) == [1, 3] and (wk.woken == SLEEPER).all() and (wk.waker == WAKER).all()
+    report = check_trace(t)
+    assert report.ok, report.format()
+    assert "check wakeups: ok" in report.format()
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("other_block", "not at try_to_wake_up"),
+    ("user_woken", "is not a kernel (task_struct) address"),
+    ("kind", "kind 0 is not one of"),
+    ("not_boundary", "icount != S[exec_row]"),
+    ("effect_without_call", "without an earlier try_to_wake_up call"),
+])
+def test_wakeup_violations(tmp_path: Path, damage: str, message: str) -> None:
+    f, u = wake_factory()
+    rows = f.rows["wakeups"][0]
+    if damage == "other_block":  # a row whose exec_row block is not the function's
+        f.wakeup(0, 1, SLEEPER, waker=WAKER)
+        f.run(0, u)
+    elif damage == "user_woken":
+        rows[0]["woken"] = 0x7FFF0000
+    elif damage == "kind":
+        rows[1]["kind"] = 0
+    elif damage == "not_boundary":
+        rows[0]["icount"] += 1
+    elif damage == "effect_without_call":  # a new task's wake-up is not a ttwu call
+        rows[0]["kind"] = 2
+    report = check_trace(open_trace(f.write(tmp_path / "t")))
+    assert not report.ok and message in report.format(), report.format()
+
+
+def test_first_effect_without_call_is_info(tmp_path: Path) -> None:
+    """The call may precede the recording: the task's first row then is only counted."""
+    f, _ = wake_factory()
+    del f.rows["wakeups"][0][0]
+    report = check_trace(open_trace(f.write(tmp_path / "t")))
+    assert report.ok, report.format()
+    assert "took effect without a recorded call" in report.format()
+
+
+# --- damaged part files --------------------------------------------------------------------
+
+def with_page_checksums(part: Path) -> None:
+    """Rewrite a part as the plugin now writes it: one row group, a CRC in every page header."""
+    t = pq.read_table(part)
+    pq.write_table(t, part, write_page_checksum=True, use_dictionary=False,
+                   compression="none")
+
+
+def test_damaged_page_is_a_trace_error_naming_file_and_table(sample_dir: Path) -> None:
+    part = sorted((sample_dir / "syscalls").glob("*.parquet"))[0]
+    with_page_checksums(part)
+    meta = pq.ParquetFile(part).metadata.row_group(0)
+    chunk = next(meta.column(i) for i in range(meta.num_columns)
+                 if meta.column(i).path_in_schema == "time_ns")
+    data = bytearray(part.read_bytes())
+    # the last byte of the chunk: page data (uncompressed), after its page header
+    data[chunk.data_page_offset + chunk.total_compressed_size - 1] ^= 0xFF
+    part.write_bytes(bytes(data))
+    t = open_trace(sample_dir)  # footers are intact: opening succeeds
+    with pytest.raises(TraceError, match=f"{part}: table 'syscalls'.*CRC"):
+        t.table("syscalls")
+    status, out = run_check(sample_dir)
+    assert status == 1 and f"{part}: table 'syscalls'" in out and "Traceback" not in out
+
+
+def test_parts_without_checksums_still_read(sample_dir: Path) -> None:
+    """tracefactory writes parts without page checksums, as the plugin did before: they read
+    with verification on."""
+    f = tf.sample()
+    t = open_trace(sample_dir)
+    assert t.table("syscalls").num_rows == sum(len(r) for r in f.rows["syscalls"].values())

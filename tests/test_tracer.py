@@ -182,6 +182,87 @@ def test_processes_of_one_binary_share_frames(traced: Path) -> None:
     assert np.isin(frame[a | b], common).mean() > 0.5, (np.unique(frame[a]), np.unique(frame[b]))
 
 
+# --- wake-ups ------------------------------------------------------------------------------
+
+# System calls whose switch-out is a block, not a preemption: a sleep, and a wait for a child
+# (ash's wait4) that is still running.
+NR_NANOSLEEP, NR_WAIT4, NR_CLOCK_NANOSLEEP = 35, 61, 230
+WAKE_TTWU, WAKE_NEW, WAKE_DONE = 1, 2, 3
+
+
+@pytest.fixture(scope="module")
+def woken(tmp_path_factory) -> Path:
+    """A short run whose threads block: sleeps (woken by the timer interrupt), a pipe reader
+    woken by its writer, and the shell waiting for its children."""
+    out = tmp_path_factory.mktemp("wake") / "t"
+    cmd = "sleep 0.05; (sleep 0.03; echo piped) | cat; sleep 0.02 & sleep 0.02 & wait"
+    r = pysched("trace", "--guest", "busybox", "--cmd", cmd, "--out", str(out), "--vcpus", "2")
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def blocking_gaps(trace) -> list[tuple[int, int, int, int]]:
+    """(thread, nr, time switched out, time switched in again) of every switch-out that came
+    while the thread was inside a blocking system call of the list above."""
+    sw = trace.df("switches").sort_values("time_ns")
+    sc = trace.df("syscalls").sort_values("time_ns")
+    gaps = []
+    for thread, rows in sc.groupby("thread"):
+        outs = sw[sw.prev == thread].time_ns.to_numpy()
+        ins = sw[sw.next == thread].time_ns.to_numpy()
+        times, kinds, nrs = rows.time_ns.to_numpy(), rows.kind.to_numpy(), rows.nr.to_numpy()
+        for t_out in outs:
+            last = np.searchsorted(times, t_out) - 1
+            later = ins[ins > t_out]
+            if last < 0 or kinds[last] != 0 or not len(later):
+                continue  # not inside a system call, or never ran again while recorded
+            if nrs[last] in (NR_NANOSLEEP, NR_WAIT4, NR_CLOCK_NANOSLEEP):
+                gaps.append((int(thread), int(nrs[last]), int(t_out), int(later[0])))
+    return gaps
+
+
+def test_woken_trace_checks(woken: Path) -> None:
+    r = pysched("check", str(woken))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "check wakeups: ok" in r.stdout
+
+
+def test_every_blocked_thread_that_ran_again_was_woken(woken: Path) -> None:
+    trace = open_trace(woken)
+    wk = trace.df("wakeups")
+    gaps = blocking_gaps(trace)
+    assert {nr for _, nr, _, _ in gaps} >= {NR_WAIT4} and len(gaps) >= 4, gaps
+    assert any(nr in (NR_NANOSLEEP, NR_CLOCK_NANOSLEEP) for _, nr, _, _ in gaps), gaps
+    for thread, nr, t_out, t_in in gaps:
+        mine = wk[(wk.woken == thread) & (wk.time_ns > t_out) & (wk.time_ns < t_in)]
+        # the call (in the waker's context) and its effect (the task made runnable)
+        assert (mine.kind == WAKE_TTWU).any(), (hex(thread), nr)
+        assert (mine.kind == WAKE_DONE).any(), (hex(thread), nr)
+    # the children the shell forked were woken as new tasks before they first ran
+    assert (wk.kind == WAKE_NEW).sum() >= 4
+
+
+def test_timer_sleep_is_woken_from_the_timer_interrupt(woken: Path) -> None:
+    """The waking context is the segmentation's instance at the call's vCPU and icount."""
+    from pysched.superfunctions import segment
+    from pysched.superfunctions.functype import Category
+    trace = open_trace(woken)
+    seg = segment(trace)
+    pieces, inst = seg.pieces, seg.instances
+    wk = trace.df("wakeups")
+    sleeps = [g for g in blocking_gaps(trace) if g[1] in (NR_NANOSLEEP, NR_CLOCK_NANOSLEEP)]
+    assert sleeps
+    for thread, _, t_out, t_in in sleeps:
+        call = wk[(wk.woken == thread) & (wk.kind == WAKE_TTWU) & (wk.time_ns > t_out)
+                  & (wk.time_ns < t_in)].iloc[0]
+        p = pieces[(pieces.vcpu == call.vcpu) & (pieces.start <= call.icount)
+                   & (pieces.stop > call.icount)]
+        assert len(p) == 1
+        waker = inst.loc[int(p.instance.iloc[0])]
+        assert waker.category == Category.INTERRUPT, waker
+        assert waker.number == LOCAL_TIMER_VECTOR, waker
+
+
 def plugin_refuses(tmp_path: Path, options: str) -> str:
     """Start QEMU with the plugin and ``options`` (after ``out=``); it must fail. Its stderr."""
     guest = locate_guest()
@@ -322,7 +403,7 @@ def test_blocked_threads_have_the_wakeup_that_released_them(traced: Path) -> Non
     t = open_trace(traced)
     wk = t.df("wakeups")
     sw = t.df("switches").sort_values("time_ns")
-    assert len(wk) > 0 and set(wk["kind"]) <= {1, 2}
+    assert len(wk) > 0 and set(wk["kind"]) <= {1, 2, 3}
     assert (wk["woken"] != 0).all()
     # every new task made runnable by clone appears as a switch's next later on
     new = set(wk.loc[wk["kind"] == 2, "woken"])

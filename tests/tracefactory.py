@@ -34,10 +34,11 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType]]] = {
                             ("block_retired", U32)],
     "switches": COMMON + [("prev", U64), ("next", U64), ("cr3", U64)],
     "markers": COMMON + [("kind", U8), ("thread", U64), ("cr3", U64), ("value", U64)],
+    "wakeups": COMMON + [("woken", U64), ("waker", U64), ("kind", U8)],
     "mem": [("icount", U64), ("paddr", U64), ("size", U8), ("store", U8)],
 }
-PER_VCPU = ("exec", "syscalls", "interrupts", "switches", "markers", "mem")
-EVENTS = ("syscalls", "interrupts", "switches", "markers")
+PER_VCPU = ("exec", "syscalls", "interrupts", "switches", "markers", "wakeups", "mem")
+EVENTS = ("syscalls", "interrupts", "switches", "markers", "wakeups")
 
 F_SYSCALL, F_INT80, F_SYSRETQ, F_IRETQ, F_MARKER = 1, 2, 4, 8, 16
 
@@ -196,6 +197,12 @@ class TraceFactory:
         row = self._common(v, self.icount(v))
         row.update(prev=prev, next=next, cr3=cr3)
         self.rows["switches"][v].append(row)
+
+    def wakeup(self, v: int, kind: int, woken: int, *, waker: int = 0) -> None:
+        """A wake-up function entered at the block boundary: run its block next."""
+        row = self._common(v, self.icount(v))
+        row.update(woken=woken, waker=waker, kind=kind)
+        self.rows["wakeups"][v].append(row)
 
     def marker(self, v: int, kind: int, value: int = 0, *, thread: int = 0,
                cr3: int = 0x1000) -> None:

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../guest.h"
+
 static int threads = 4, grid = 512, imbalance = 0;
 static long sweeps = 0;
 static double seconds = 10.0, deadline;
@@ -25,13 +27,6 @@ static int *band_start;
 static pthread_barrier_t bar;
 static volatile int stop;
 static long done;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void *worker(void *arg)
 {
@@ -60,27 +55,16 @@ static void *worker(void *arg)
     }
 }
 
-static long number(const char *v, long min, char opt)
-{
-    char *end;
-    long n = strtol(v, &end, 10);
-    if (*v == '\0' || *end != '\0' || n < min) {
-        fprintf(stderr, "barrier: bad value '%s' for -%c (at least %ld)\n", v, opt, min);
-        exit(2);
-    }
-    return n;
-}
-
 int main(int argc, char **argv)
 {
     int opt;
     while ((opt = getopt(argc, argv, "t:g:i:T:b:")) != -1) {
         switch (opt) {
-        case 't': threads = (int)number(optarg, 1, 't'); break;
-        case 'g': grid = (int)number(optarg, 8, 'g'); break;
-        case 'i': sweeps = number(optarg, 1, 'i'); break;
-        case 'T': seconds = (double)number(optarg, 1, 'T'); break;
-        case 'b': imbalance = (int)number(optarg, 0, 'b'); break;
+        case 't': threads = (int)number("barrier", "t", optarg, 1); break;
+        case 'g': grid = (int)number("barrier", "g", optarg, 8); break;
+        case 'i': sweeps = number("barrier", "i", optarg, 1); break;
+        case 'T': seconds = (double)number("barrier", "T", optarg, 1); break;
+        case 'b': imbalance = (int)number("barrier", "b", optarg, 0); break;
         default:
             fprintf(stderr, "usage: barrier [-t THREADS] [-g GRID] [-i SWEEPS] [-T SECONDS] "
                             "[-b IMBALANCE]\n");

@@ -36,6 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../guest.h"
+
 enum { ABSENT = 0, PRESENT = 1, BUSY = 2 };
 enum { FILESERVER, VARMAIL };
 
@@ -63,13 +65,6 @@ static void on_term(int sig)
 {
     (void)sig;
     stop_requested = 1;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void die(const char *what, const char *path)
@@ -296,17 +291,6 @@ static int usage(void)
     return 2;
 }
 
-static long number(const char *opt, const char *v, long min)
-{
-    char *end;
-    long n = strtol(v, &end, 10);
-    if (*v == '\0' || *end != '\0' || n < min) {
-        fprintf(stderr, "fsbench: bad value '%s' for -%s (at least %ld)\n", v, opt, min);
-        exit(2);
-    }
-    return n;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 3)
@@ -332,13 +316,13 @@ int main(int argc, char **argv)
         char o[2] = {(char)opt, 0};
         switch (opt) {
         case 'd': cfg.dir = optarg; break;
-        case 't': cfg.threads = (int)number(o, optarg, 1); break;
-        case 'f': cfg.files = (int)number(o, optarg, 1); break;
-        case 's': cfg.size = number(o, optarg, 1); break;
-        case 'a': cfg.append = number(o, optarg, 1); break;
-        case 'T': cfg.seconds = (double)number(o, optarg, 1); break;
-        case 'n': cfg.loops = number(o, optarg, 1); break;
-        case 'S': cfg.seed = (unsigned)number(o, optarg, 0); break;
+        case 't': cfg.threads = (int)number("fsbench", o, optarg, 1); break;
+        case 'f': cfg.files = (int)number("fsbench", o, optarg, 1); break;
+        case 's': cfg.size = number("fsbench", o, optarg, 1); break;
+        case 'a': cfg.append = number("fsbench", o, optarg, 1); break;
+        case 'T': cfg.seconds = (double)number("fsbench", o, optarg, 1); break;
+        case 'n': cfg.loops = number("fsbench", o, optarg, 1); break;
+        case 'S': cfg.seed = (unsigned)number("fsbench", o, optarg, 0); break;
         default: return usage();
         }
     }

@@ -16,19 +16,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../guest.h"
+
 #define LINE 64
 
 struct node {
     struct node *next;
     uint64_t pad[LINE / 8 - 1];
 };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -38,17 +33,6 @@ static uint64_t rnd(uint64_t *s)
     return *s * 2685821657736338717ULL;
 }
 
-static long number(const char *v, long min, char opt)
-{
-    char *end;
-    long n = strtol(v, &end, 10);
-    if (*v == '\0' || *end != '\0' || n < min) {
-        fprintf(stderr, "ptrchase: bad value '%s' for -%c (at least %ld)\n", v, opt, min);
-        exit(2);
-    }
-    return n;
-}
-
 int main(int argc, char **argv)
 {
     long kib = 65536, steps = 0, seconds = 10;
@@ -56,10 +40,10 @@ int main(int argc, char **argv)
     int opt;
     while ((opt = getopt(argc, argv, "k:T:n:S:")) != -1) {
         switch (opt) {
-        case 'k': kib = number(optarg, 1, 'k'); break;
-        case 'T': seconds = number(optarg, 1, 'T'); break;
-        case 'n': steps = number(optarg, 1, 'n'); break;
-        case 'S': seed = (uint64_t)number(optarg, 0, 'S') + 1; break;
+        case 'k': kib = number("ptrchase", "k", optarg, 1); break;
+        case 'T': seconds = number("ptrchase", "T", optarg, 1); break;
+        case 'n': steps = number("ptrchase", "n", optarg, 1); break;
+        case 'S': seed = (uint64_t)number("ptrchase", "S", optarg, 0) + 1; break;
         default:
             fprintf(stderr, "usage: ptrchase [-k KIB] [-T SECONDS] [-n STEPS] [-S SEED]\n");
             return 2;

@@ -22,18 +22,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../guest.h"
+
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
 
 #define MAX_FDS 64
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int usage(void)
 {

@@ -69,7 +69,8 @@ def _validate_part(spec: TableSpec, path: Path) -> Part:
     try:
         pf = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises several types for a damaged file
-        raise TraceError(f"{path}: not a readable Parquet file ({exc})") from exc
+        raise TraceError(f"{path}: table {spec.name!r}: not a readable Parquet file "
+                         f"({exc})") from exc
     meta = {k.decode(errors="replace"): v.decode(errors="replace")
             for k, v in (pf.metadata.metadata or {}).items()}
 

@@ -43,6 +43,13 @@ KIND_RETURN = 1
 MARKER_BEGIN = 0
 MARKER_END = 1
 MARKER_MARK = 2
+#: wakeups.kind: which kernel function was entered (qemu-plugin/README.md, ``wakeups``).
+WAKE_TTWU = 1  # try_to_wake_up(p, ...): a wake-up call, in the waker's context
+WAKE_NEW = 2  # wake_up_new_task(p): a new task's first wake-up
+WAKE_DONE = 3  # ttwu_do_wakeup(rq, p, ...): the wake-up took effect (p is TASK_RUNNING)
+#: ``plugin.json`` symbol of each wakeups.kind.
+WAKE_SYMBOLS: dict[int, str] = {WAKE_TTWU: "try_to_wake_up", WAKE_NEW: "wake_up_new_task",
+                                WAKE_DONE: "ttwu_do_wakeup"}
 
 # Part file names: static tables ``NNNNNN.parquet``, per-vCPU tables ``vVVV-NNNNNN.parquet``.
 STATIC_PART_RE = re.compile(r"^(\d+)\.parquet$")
@@ -115,6 +122,3 @@ TABLES: dict[str, TableSpec] = {spec.name: spec for spec in _SPECS}
 
 #: Per-vCPU tables whose rows carry ``icount``/``exec_row``/``time_ns``.
 EVENT_TABLES: tuple[str, ...] = ("syscalls", "interrupts", "switches", "markers", "wakeups")
-
-#: ``wakeups.kind``: entry of ``try_to_wake_up`` / of ``wake_up_new_task``.
-WAKE_TTWU, WAKE_NEW = 1, 2

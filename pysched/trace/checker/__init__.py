@@ -13,6 +13,8 @@ Checks (each listed in the output with its violations, at most ``--limit`` shown
 ``frames``   (d) page offsets agree (``insns``), kernel text is at
              ``vaddr - 0xffffffff80000000``, one frame per virtual page within a block.
 ``markers``  (e) ROI begin/end alternate and marks are inside a region.
+``wakeups``  (f) wake-up rows enter their kind's function, name a task, and a wake-up's
+             effect follows a call for its task (see :func:`.order.check_wakeups`).
 
 Exit status: 0 when there is no violation, 1 otherwise (also when the directory cannot be
 opened as a trace).
@@ -27,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..blockindex import block_index
-from .order import check_markers, check_syscalls
+from .order import check_markers, check_syscalls, check_wakeups
 from .static import FRAMES, check_blocks, check_frames
 from .vcpu import ICOUNT, check_events, check_exec, check_mem
 from ..errors import TraceError
@@ -121,8 +123,9 @@ def check_trace(trace: Trace, limit: int = 20) -> Report:
     totals: dict[int, int | None] = {}
     syscalls: dict[int, pa.Table] = {}
     markers: dict[int, pa.Table] = {}
+    streams = {}
     for v in vcpus:
-        vs = check_exec(trace, idx, v, report)
+        streams[v] = vs = check_exec(trace, idx, v, report)
         check_events(vs, idx, report)
         check_mem(trace, vs, report)
         totals[v] = vs.total
@@ -131,6 +134,7 @@ def check_trace(trace: Trace, limit: int = 20) -> Report:
     check_syscalls(syscalls, report)
     check_markers(markers, trace.roi, report,
                   int((trace.plugin_info or {}).get("roi_insns_ends", 0) or 0))
+    check_wakeups(streams, idx, trace.plugin_info, report)
     _locate_first_executions(trace, report, vcpus)
     report.summary = _summary(trace, totals)
     return report

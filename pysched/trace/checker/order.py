@@ -1,4 +1,5 @@
-"""Checks across vCPUs, in ``time_ns`` order: system call pairing (c) and ROI markers (e).
+"""Checks across vCPUs, in ``time_ns`` order: system call pairing (c), ROI markers (e) and
+wake-ups (f).
 
 ``time_ns`` is only an approximate global order, but a thread's system call entry and return
 (even on two vCPUs, after a migration) are separated by far more than the clock's error; ties
@@ -7,15 +8,31 @@ are broken by vCPU and row.
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
+from ...constants import KERNEL_SPACE
+from ..schema import (
+    KIND_ENTRY,
+    KIND_RETURN,
+    MARKER_BEGIN,
+    MARKER_END,
+    MARKER_MARK,
+    WAKE_DONE,
+    WAKE_SYMBOLS,
+    WAKE_TTWU,
+)
 from .findings import Location, Report
-from ..schema import KIND_ENTRY, KIND_RETURN, MARKER_BEGIN, MARKER_END, MARKER_MARK
+
+if TYPE_CHECKING:
+    from ..blockindex import BlockIndex
+    from .vcpu import VcpuStreams
 
 SYSCALLS = "syscalls"
 MARKERS = "markers"
+WAKEUPS = "wakeups"
 
 
 def _merged(tables: dict[int, pa.Table], columns: list[str]) -> dict[str, np.ndarray]:
@@ -140,3 +157,84 @@ def check_markers(tables: dict[int, pa.Table], roi: str, report: Report,
         report.note(MARKERS, "the last region was ended by the roi_insns bound (no end marker)")
     elif inside:
         report.note(MARKERS, "the trace ends inside a region (no final end marker)")
+
+
+def _entered_functions(streams: dict[int, VcpuStreams], idx: BlockIndex) -> dict[int, np.ndarray]:
+    """Per vCPU, the address of the block each wakeups row's ``exec_row`` starts (0: none)."""
+    out = {}
+    for v, vs in streams.items():
+        r = vs.events[WAKEUPS].column("exec_row").to_numpy().astype(np.int64)
+        where = np.zeros(len(r), dtype=np.uint64)
+        ok = (r >= 0) & (r < vs.n)
+        pos = np.full(len(r), -1, dtype=np.int64)
+        pos[ok] = vs.pos[vs.at(r[ok])]
+        where[pos >= 0] = idx.vaddr[pos[pos >= 0]]
+        out[v] = where
+    return out
+
+
+def check_wakeups(streams: dict[int, VcpuStreams], idx: BlockIndex,
+                  plugin_info: dict[str, Any] | None, report: Report) -> None:
+    """Check f: ``wakeups`` rows (their counters are checked with the other event tables).
+
+    Violations: an unknown ``kind``; a ``woken`` that is not a kernel address; a row whose
+    ``exec_row`` block does not start at its kind's function (``plugin.json`` symbols); in time
+    order over all vCPUs, a ``ttwu_do_wakeup`` row (kind 3) without an earlier
+    ``try_to_wake_up`` call (kind 1) for its task, unless it is the task's first row (the call
+    may have come before recording began). Woken tasks never seen running are counted as info
+    (woken near the end of the recording, or a task that was not scheduled while recorded).
+
+    Parameters
+    ----------
+    streams : dict of int to VcpuStreams
+        Every vCPU's streams (from :func:`pysched.trace.checker.vcpu.check_exec`).
+    idx : BlockIndex
+    plugin_info : dict or None
+        ``plugin.json``; its ``symbols`` give each kind's function address.
+    report : Report
+        Receives violations under ``"wakeups"``.
+    """
+    report.start(WAKEUPS)
+    entered = _entered_functions(streams, idx)
+    tables = {v: vs.events[WAKEUPS].append_column("entered", pa.array(entered[v]))
+              for v, vs in streams.items()}
+    m = _merged(tables, ["time_ns", "icount", "exec_row", "kind", "woken", "entered"])
+    kind, woken = m["kind"], m["woken"]
+    symbols = (plugin_info or {}).get("symbols") or {}
+    known_kind = np.isin(kind, np.array(sorted(WAKE_SYMBOLS), dtype=kind.dtype))
+    report.add_mask(WAKEUPS, ~known_kind, lambda i: (
+        _loc(WAKEUPS, m, i), f"kind {kind[i]} is not one of {sorted(WAKE_SYMBOLS)}"))
+    report.add_mask(WAKEUPS, woken < np.uint64(KERNEL_SPACE), lambda i: (
+        _loc(WAKEUPS, m, i), f"woken {woken[i]:#x} is not a kernel (task_struct) address"))
+    for k, name in WAKE_SYMBOLS.items():
+        addr = int(symbols.get(name) or 0)
+        bad = (kind == k) & (m["entered"] != 0) & (m["entered"] != np.uint64(addr))
+        report.add_mask(WAKEUPS, bad if addr else np.zeros(len(kind), dtype=bool), lambda i: (
+            _loc(WAKEUPS, m, i), f"the block at exec_row starts at {m['entered'][i]:#x}, not at "
+                                 f"{WAKE_SYMBOLS[int(kind[i])]} ({addr:#x})"))
+    seen: set[int] = set()
+    called: set[int] = set()
+    before_recording = 0
+    for i, (k, task) in enumerate(zip(kind.tolist(), woken.tolist())):
+        if k == WAKE_TTWU:
+            called.add(task)
+        elif k == WAKE_DONE and task not in called:
+            if task in seen:
+                report.add(WAKEUPS, _loc(WAKEUPS, m, i), f"ttwu_do_wakeup of task {task:#x} "
+                           "without an earlier try_to_wake_up call for it")
+            else:
+                before_recording += 1
+        seen.add(task)
+    if before_recording:
+        report.note(WAKEUPS, f"{before_recording} first wake-ups took effect without a recorded "
+                             "call (called before recording began)")
+    known: set[int] = set()
+    for vs in streams.values():
+        for name, t in vs.events.items():
+            for col in ("thread", "prev", "next"):
+                if col in t.column_names and name != WAKEUPS:
+                    known.update(np.unique(t.column(col).to_numpy()).tolist())
+    never = set(woken.tolist()) - known
+    if never:
+        report.note(WAKEUPS, f"{len(never)} woken tasks never seen running or switched while "
+                             "recorded")
