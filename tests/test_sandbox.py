@@ -239,3 +239,16 @@ def test_real_trace_with_wakeups_keeps_every_invariant(dss_mem, policy):
     eng.run()
     check_invariants(eng)  # includes: no woken item starts before its waker's wake-up
     assert eng.forced == 0
+
+
+def test_effect_rows_keep_only_wakeups_that_took_effect():
+    import pandas as pd
+
+    from pysched.sandbox.workload import _effective_wakeups
+    wk = pd.DataFrame({"time_ns": [10, 20, 30, 40, 50], "vcpu": [0, 0, 1, 1, 0],
+                       "icount": [100, 200, 300, 400, 500], "woken": [7, 7, 8, 7, 9],
+                       "kind": [1, 3, 1, 1, 3]})
+    got = _effective_wakeups(wk.sort_values("time_ns"))
+    # task 7: one effect at 20, placed at its call (vCPU 0, icount 100); the call at 40 had no
+    # effect; task 8's call had none either; task 9's effect has no call: its own place
+    assert got.values.tolist() == [[20, 0, 100, 7], [50, 0, 500, 9]]

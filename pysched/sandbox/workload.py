@@ -22,7 +22,10 @@ section 4.3).
 and was woken. With a ``wakeups`` table the waker is known: the item becomes ready when the
 waking item has executed the instructions it executed before the wake-up (``dep_item``,
 ``dep_offset``), so a policy that runs the waker sooner wakes the sleeper sooner. The first
-wake-up of the thread after its switch-out is the one that made it runnable. Without a
+wake-up of the thread after its switch-out is the one that made it runnable. Traces with
+effect rows (``ttwu_do_wakeup``, kind 3) count only wake-ups that took effect, placed at the
+waker's call; older traces count every call (a call on a task that was only preempted then
+makes a dependency that the trace did not have: the shipped traces predate effect rows). Without a
 ``wakeups`` table (traces recorded before it existed) every switched-in item is released at its
 traced time instead (``release``): a fixed schedule, which :attr:`Workload.dependencies` says.
 
@@ -38,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from pysched.superfunctions.functype import Category
+from pysched.trace.schema import WAKE_DONE
 
 from pysched.constants import CLOCK_HZ, IPC
 
@@ -396,10 +400,31 @@ class _Locator:
         return int(item[j]), int(before[j] + min(icount - st[j], sp[j] - st[j]))
 
 
+def _effective_wakeups(wk: pd.DataFrame) -> pd.DataFrame:
+    """Wake-ups that took effect: one row per ``ttwu_do_wakeup`` row (kind 3), at its time but
+    at the place (vCPU, icount) of the latest call row (kind 1 or 2) for the same task before
+    it, on any vCPU (a remote wake list runs the effect on the woken task's CPU), since the
+    call is where the waker decided; an effect without a call keeps its own place. Calls
+    without an effect (the task was running or runnable: preempted, not blocked) drop out."""
+    done = wk[wk["kind"] == WAKE_DONE]
+    calls = wk[wk["kind"] != WAKE_DONE]
+    by_task = {int(k): g for k, g in calls.groupby("woken", sort=False)}
+    rows = []
+    for r in done.itertuples(index=False):
+        c = by_task.get(int(r.woken))
+        j = -1 if c is None else int(np.searchsorted(c["time_ns"].to_numpy(), r.time_ns,
+                                                     side="right")) - 1
+        src = r if j < 0 else c.iloc[j]
+        rows.append((int(r.time_ns), int(src.vcpu), int(src.icount), int(r.woken)))
+    return pd.DataFrame(rows, columns=["time_ns", "vcpu", "icount", "woken"])
+
+
 def _wakeup_dependencies(item_switch, task, task_keys, switches, wakeups, locate,
                          dep_item, dep_offset) -> None:
     """Set ``dep_item``/``dep_offset`` of every thread item that a traced wake-up released."""
     wk = wakeups.sort_values("time_ns", kind="stable")
+    if "kind" in wk.columns and (wk["kind"] == WAKE_DONE).any():
+        wk = _effective_wakeups(wk)
     by_task: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for key, g in wk.groupby("woken", sort=False):
         by_task[int(key)] = (g["time_ns"].to_numpy().astype(np.int64),
