@@ -88,12 +88,19 @@ def run(args: argparse.Namespace) -> int:
         except (ConfigError, OSError) as e:
             print(f"pysched evaluate: --machine {args.machine}: {e}", file=sys.stderr)
             return 2
-    say = (lambda s: print(f"[evaluate] {s}", file=sys.stderr, flush=True))
+    say = (lambda s: print(f"\r[evaluate] {s}", file=sys.stderr, flush=True))
+
+    def bar(label: str, done: int, total: int) -> None:
+        if sys.stderr.isatty():  # a progress line, redrawn in place
+            print(f"\r[evaluate] {label}: {100 * done // max(total, 1):3d} % of its items",
+                  end="", file=sys.stderr, flush=True)
+
     from pysched.trace import TraceError
     try:
         prepared = [prepare(t, progress=say) for t in args.traces]
         epochs, runs = evaluate(prepared, policies, args.cores, args.load, base=base,
-                                config={"epoch_s": args.epoch_ms / 1e3}, progress=say)
+                                config={"epoch_s": args.epoch_ms / 1e3}, progress=say,
+                                run_progress=bar)
     except (TraceError, ValueError, MemoryError) as e:
         print(f"pysched evaluate: {e}", file=sys.stderr)
         return 1

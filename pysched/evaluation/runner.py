@@ -100,12 +100,15 @@ def _available_bytes() -> int | None:
 
 def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Sequence[int],
              loads: Sequence[int], base: MachineConfig | None = None,
-             config: dict | None = None, progress: Callable[[str], None] | None = None
+             config: dict | None = None, progress: Callable[[str], None] | None = None,
+             run_progress: Callable[[str, int, int], None] | None = None
              ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every (trace, policy, cores, load) point; returns (epochs, runs) frames.
 
     ``config`` holds extra :class:`SandboxConfig` fields (``epoch_s``, ``max_chunk``,
     ``switch_cycles``). Each run row has the totals and ``wall_s``, the replay's wall time.
+    ``progress`` gets a line per finished run; ``run_progress(label, done, total)`` is called
+    at every epoch of a run with the items finished so far.
     """
     import time
     check_request(policies, cores, loads)
@@ -128,7 +131,10 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
                     mp = m if pol.core_factor == 1 else machine(ncores * pol.core_factor, base)
                     cfg = SandboxConfig(mp, load=k, **(config or {}))
                     t0 = time.perf_counter()
-                    res = simulate(t.workload, t.footprint, pol, cfg, t.events)
+                    label = f"{t.name} {p} cores={ncores} load={k}"
+                    tick = None if run_progress is None else \
+                        (lambda done, total, label=label: run_progress(label, done, total))
+                    res = simulate(t.workload, t.footprint, pol, cfg, t.events, progress=tick)
                     wall = time.perf_counter() - t0
                     key = {"trace": t.name, "workload": t.meta.get("workload", t.name),
                            "policy": p, "cores": ncores, "load": k}
