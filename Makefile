@@ -5,6 +5,7 @@
 #   make trace WORKLOAD=find [TRACE_OUT=out/find] [TRACE_ARGS="--roi-insns 150M"]
 #               trace one workload of the suite on the Debian guest (`pysched trace --list`)
 #   make data   regenerate the shipped sample traces in data/ (a few minutes)
+#   make evaluate  every scheduling policy on the shipped traces, 8 cores at 2X (tens of minutes)
 PY      := .venv/bin/python
 PYSCHED := .venv/bin/pysched
 RUN_OUT ?= results
@@ -22,7 +23,7 @@ DATA_MEM_WORKLOAD := dss
 DATA_MEM_ARGS := --vcpus 2 --roi-insns 14M --data-accesses --compact 19
 
 .PHONY: setup plugin guest run demo test test-all bench bench-tracer clean bench-models trace \
-	data bench-analysis bench-sandbox
+	data bench-analysis bench-sandbox evaluate
 
 setup:
 	bash scripts/setup.sh
@@ -64,6 +65,15 @@ demo: plugin guest
 	$(PYSCHED) trace --guest busybox --out $(DEMO_OUT) --vcpus 2 \
 	    --cmd "sysloop 1000; spin 20 & spin 20 & wait; ls -R /proc/sys > /dev/null"
 	$(PYSCHED) check $(DEMO_OUT)
+
+# The sandbox: SchedTask and the baselines of its Table 3 against linux, epoch by epoch, on
+# the shipped traces at twice their load (the paper's Fig 7 setting), 8 simulated cores.
+EVAL_OUT ?= results/sandbox
+EVAL_POLICIES ?= linux,schedtask,selective-offload,flexsc,disaggregate-os,slicc
+evaluate: setup
+	rm -rf $(EVAL_OUT)
+	$(PYSCHED) evaluate $(addprefix data/,$(DATA_WORKLOADS)) --policies $(EVAL_POLICIES) \
+	    --cores 8 --load 2 --out $(EVAL_OUT)
 
 test: plugin guest
 	$(PY) -m pytest -q -m "not slow"
