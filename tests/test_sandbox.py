@@ -204,6 +204,7 @@ def test_as_traced_replays_each_vcpu_in_traced_order(dss_mem):
                  SandboxConfig(machine(len(w.vcpus)), max_chunk=50_000))
     eng.log = []
     eng.run()
+    assert eng.forced == 0  # the trace's own order never waits for a wake-up it has not made
     per_core = defaultdict(list)
     for g, c, t0, t1, lo, hi in eng.log:
         i = g % eng.n

@@ -328,20 +328,25 @@ def build_workload(seg, trace=None, wakeups: pd.DataFrame | None = None,
 
     dep_item = np.full(n, -1, dtype=np.int64)
     dep_offset = np.zeros(n, dtype=np.int64)
-    # A bottom half raised by an interrupt is ready when the interrupt's (last) item has
-    # ended; the later part of an interrupt when its earlier part has.
-    parent = inst["parent"].to_numpy().astype(np.int64)
-    for i, it in inst_item.items():
-        p = int(parent[i])
-        if cat[i] == int(Category.BOTTOM_HALF) and p >= 0 and p in inst_last:
-            dep_item[it] = inst_last[p][0]
-            dep_offset[it] = insns[inst_last[p][0]]
-            release[it] = 0.0
+    # The later part of an interrupt is ready when its earlier part has ended. A bottom half
+    # raised by an interrupt ran nested in the interrupt's exit path (irq_exit): it is ready
+    # once the interrupt has executed what it executed before it, i.e. the work on its vCPU
+    # up to where the bottom half began (not the interrupt's end: the interrupt's rest may
+    # have continued later, on another vCPU, after a switch).
     for later, earlier in cont:
         dep_item[later] = earlier
         dep_offset[later] = insns[earlier]
-
     locate = _Locator(run_vcpu, run_start, run_stop, run_ptr, vcpus)
+    parent = inst["parent"].to_numpy().astype(np.int64)
+    for i, it in inst_item.items():
+        p = int(parent[i])
+        if cat[i] == int(Category.BOTTOM_HALF) and p >= 0 and p in inst_item:
+            r = int(run_ptr[it])
+            w_item, w_off = locate(int(run_vcpu[r]), int(run_start[r]))
+            if w_item >= 0 and w_item != it:
+                dep_item[it] = w_item
+                dep_offset[it] = w_off
+                release[it] = 0.0
     task_keys = np.asarray(seg.thread_keys, dtype=np.uint64)
     if wakeups is not None:
         dependencies = "wakeups"
