@@ -9,6 +9,8 @@ import argparse
 import importlib
 import sys
 
+from pysched import _limits
+
 # name -> (module, one-line help)
 _COMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("pysched.capture.command", "boot a guest under the tracer and run a workload or a command"),
@@ -21,6 +23,14 @@ _COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    _limits.lean_process()  # before numpy and pyarrow are imported
+    # A limit too low even to load the libraries: say so before importing them (under such a
+    # limit an import can spin instead of failing).
+    words = sys.argv[1:] if argv is None else argv
+    early = _limits.too_small(next((w for w in words if not w.startswith("-")), ""))
+    if early:
+        print(early, file=sys.stderr)
+        return 1
     parser = argparse.ArgumentParser(prog="pysched", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     modules = {}
@@ -28,8 +38,18 @@ def main(argv: list[str] | None = None) -> int:
         mod = importlib.import_module(modname)
         modules[name] = mod
         mod.add_arguments(sub.add_parser(name, help=helptext, description=helptext))
+    for w in words:
+        # argparse (3.11) turns "--opt=--" into an empty list, past the option's type check.
+        if w.startswith("--") and w.endswith("=--"):
+            parser.error(f"argument {w[:-3]}: expected a value, got '--'")
     args = parser.parse_args(argv)
-    return int(modules[args.command].run(args) or 0)
+    try:
+        return int(modules[args.command].run(args) or 0)
+    except (MemoryError, OSError, RuntimeError) as exc:
+        if not _limits.is_out_of_memory(exc):
+            raise
+        print(_limits.out_of_memory(args.command), file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

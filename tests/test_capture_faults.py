@@ -172,6 +172,16 @@ def test_upgrade_manifest_drops_absolute_paths(tmp_path: Path) -> None:
     assert mf.upgrade_manifest(trace) is False  # already the new layout
 
 
+def test_portable_plugin_info(tmp_path: Path) -> None:
+    info = {"final": True, "options": {"out": str(tmp_path), "sysmap": "/h/u/System.map",
+                                       "roi": "marker", "rows": 4}}
+    (tmp_path / "plugin.json").write_text(json.dumps(info))
+    assert mf.portable_plugin_info(tmp_path) is True
+    opts = json.loads((tmp_path / "plugin.json").read_text())["options"]
+    assert opts == {"out": ".", "sysmap": "System.map", "roi": "marker", "rows": 4}
+    assert mf.portable_plugin_info(tmp_path) is False
+
+
 AB_REPORT = """Concurrency Level:      16
 Complete requests:      1200
 Failed requests:        {failed}

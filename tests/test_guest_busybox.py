@@ -162,6 +162,15 @@ def test_stopped_trace_leaves_no_qemu(tmp_path: Path, sig: int) -> None:
     assert not (out / "manifest.json").exists()  # an incomplete trace
     info = json.loads((out / "plugin.json").read_text())
     assert info["final"] and info["recording"]  # tables closed; the region was open
+    # ... that check names as such and analyse refuses unless asked for its complete prefix.
+    report = subprocess.run([sys.executable, "-m", "pysched.cli", "check", str(out)],
+                            capture_output=True, text=True)
+    assert report.returncode == 1 and "incomplete trace: no manifest.json" in report.stdout
+    res = tmp_path / "res"
+    refused = subprocess.run([sys.executable, "-m", "pysched.cli", "analyse", str(out),
+                              "--out", str(res)], capture_output=True, text=True)
+    assert refused.returncode == 1 and "--allow-incomplete" in refused.stderr
+    assert not res.exists()
     if sig == signal.SIGTERM:
         assert p.returncode == 128 + signal.SIGTERM
         assert "incomplete trace" in p.stderr.read()

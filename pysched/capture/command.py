@@ -37,13 +37,12 @@ from pysched.capture import qemu as qm
 from pysched.capture import runfiles as rf
 from pysched.capture import workloads as wl
 from pysched.capture.compact import DEFAULT_LEVEL as COMPACT_LEVEL
+from pysched.trace.schema import CONSOLE_LOG, QEMU_STDERR_LOG
 from pysched.capture.compact import compact_trace
 from pysched.capture.manifest import MANIFEST, MANIFEST_VERSION, build_manifest
 from pysched.capture.monitor import RunMonitor
 from pysched.capture.roiwatch import bound_shortfall, read_plugin_info
 
-CONSOLE_LOG = "console.log"
-QEMU_STDERR_LOG = "qemu-stderr.log"
 PEER_LOG = "peer.log"
 SYSTEM_MAP_GZ = "System.map.gz"
 MODULES_MAP_GZ = "modules.map.gz"
@@ -584,6 +583,7 @@ def _run_claimed(plan: RunPlan, args: argparse.Namespace) -> int:
         kernel_symbols=kernel_symbols, out_dir=out, compacted=compacted,
         incomplete=incomplete, outcome=outcome,
     )
+    mf.portable_plugin_info(out)
     # Last, and atomically: a trace directory with a manifest is a finished one.
     mf.write_manifest(out, manifest)
     return _report(plan, args, booted, text, outcome["failure"], shortfall, region_open, hints)

@@ -353,6 +353,36 @@ def _system_map_sha(trace_dir: Path, name: str | None) -> str | None:
         return None
 
 
+def portable_plugin_info(trace_dir: Path) -> bool:
+    """Rewrite ``plugin.json``'s options as the manifest gives paths: the trace directory as
+    ``.``, any other absolute path as its file name (the plugin writes the paths it was given).
+
+    Returns
+    -------
+    bool
+        True when it was rewritten, False when it had no absolute path (or no plugin.json).
+    """
+    path = Path(trace_dir) / "plugin.json"
+    try:
+        info = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    opts = info.get("options")
+    if not isinstance(opts, dict):
+        return False
+    out = opts.get("out")
+    changed = False
+    for key, val in opts.items():
+        if isinstance(val, str) and val.startswith("/"):
+            opts[key] = "." if val == out else Path(val).name
+            changed = True
+    if changed:
+        tmp = path.with_name(f".plugin.json.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(info, indent=1) + "\n")
+        os.replace(tmp, path)
+    return changed
+
+
 def upgrade_manifest(trace_dir: Path) -> bool:
     """Rewrite a trace's ``manifest.json`` of layout 1 or 2 into layout 3, without re-tracing.
 
@@ -426,12 +456,13 @@ def upgrade_manifest(trace_dir: Path) -> bool:
 
 
 __all__ = ["MANIFEST", "MANIFEST_VERSION", "REQUIRED_KEYS", "build_manifest", "input_files",
-           "incomplete_reason", "missing_keys", "portable_text", "sha256_file",
+           "incomplete_reason", "missing_keys", "portable_plugin_info", "portable_text", "sha256_file",
            "upgrade_manifest", "write_manifest"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m pysched.capture.manifest TRACE_DIR...``: :func:`upgrade_manifest` on each.
+    """``python -m pysched.capture.manifest TRACE_DIR...``: :func:`upgrade_manifest` and
+    :func:`portable_plugin_info` on each.
 
     Returns
     -------
@@ -448,6 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     for d in dirs:
         try:
             done = upgrade_manifest(Path(d))
+            portable_plugin_info(Path(d))
         except (OSError, ValueError) as e:
             print(f"{d}: {e}", file=sys.stderr)
             status = 1

@@ -28,8 +28,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-#: The lock file in a trace directory while a run writes it.
-OUT_LOCK = ".pysched-trace.lock"
+from pysched.trace.schema import CAPTURE_LOCK as OUT_LOCK
+
 #: Prefix of the runs' temporary directories.
 TMP_PREFIX = "pysched-trace-"
 #: The file in a temporary directory naming its processes.

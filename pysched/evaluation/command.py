@@ -2,10 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 
@@ -48,7 +45,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--machine", type=Path, default=None,
                    help="machine TOML/JSON (models.machine.MachineConfig); its hierarchy and "
                         "first core type are used at every --cores count")
-    p.add_argument("--out", type=Path, default=None, help="output directory (must not exist)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="output directory, created when the evaluation is finished (it must "
+                        "not exist or be empty)")
+    p.add_argument("--allow-incomplete", action="store_true",
+                   help="replay the complete prefix of an incomplete trace (a killed capture) "
+                        "instead of refusing it; the summary says so")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,9 +74,6 @@ def run(args: argparse.Namespace) -> int:
         print("pysched evaluate: --out DIR is required", file=sys.stderr)
         return 2
     out = args.out
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        print(f"pysched evaluate: --out {out} exists and is not empty", file=sys.stderr)
-        return 2
     for t in args.traces:
         if not Path(t).is_dir():
             print(f"pysched evaluate: {t}: not a trace directory", file=sys.stderr)
@@ -95,25 +94,26 @@ def run(args: argparse.Namespace) -> int:
             print(f"\r[evaluate] {label}: {100 * done // max(total, 1):3d} % of its items",
                   end="", file=sys.stderr, flush=True)
 
-    from pysched.trace import TraceError
+    from pysched._outdir import OutputError, finished_dir
+    from pysched.trace import TraceError, preflight
     try:
-        prepared = [prepare(t, progress=say) for t in args.traces]
-        epochs, runs = evaluate(prepared, policies, args.cores, args.load, base=base,
-                                config={"epoch_s": args.epoch_ms / 1e3}, progress=say,
-                                run_progress=bar)
+        # The checker's cheap checks on every trace before any long work.
+        checked = [preflight(t, allow_incomplete=args.allow_incomplete) for t in args.traces]
+        with finished_dir(out) as tmp:
+            prepared = []
+            for t, (trace, note) in zip(args.traces, checked):
+                if note:
+                    print(f"pysched evaluate: {t}: {note}", file=sys.stderr)
+                prepared.append(prepare(t, progress=say, trace=trace, note=note))
+            epochs, runs = evaluate(prepared, policies, args.cores, args.load, base=base,
+                                    config={"epoch_s": args.epoch_ms / 1e3}, progress=say,
+                                    run_progress=bar)
+            write(tmp, epochs, runs)
+    except OutputError as e:
+        print(f"pysched evaluate: {e}", file=sys.stderr)
+        return 2
     except (TraceError, ValueError, MemoryError) as e:
         print(f"pysched evaluate: {e}", file=sys.stderr)
         return 1
-    # Written under a temporary name and renamed: a directory that exists is a finished one.
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    try:
-        write(tmp, epochs, runs)
-        if out.exists():
-            out.rmdir()
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     print((out / "summary.md").read_text())
     return 0

@@ -51,6 +51,12 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
             e = EVENTS[name]
             lines.append(f"- **{name}**: {e.what}: {e.note}.")
         lines.append("")
+    notes = runs[["trace", "note"]].drop_duplicates() if "note" in runs else runs.iloc[:0]
+    notes = notes[notes["note"].astype(bool)]
+    if len(notes):
+        lines += ["## Not whole traces", ""]
+        lines += [f"- **{x.trace}**: {x.note}" for x in notes.itertuples()]
+        lines.append("")
     deps = sorted(set(runs.get("dependencies", pd.Series(dtype=str))))
     if "traced-time" in deps:
         lines.append("Traces without a `wakeups` table replay blocked threads on the trace's "

@@ -21,6 +21,7 @@ from pysched.sandbox import SandboxConfig, build_footprint, build_workload, simu
 from pysched.sandbox.app_events import EVENTS, event_items
 from pysched.sandbox.metrics import stats_row
 from pysched.superfunctions.functype import Category
+from pysched.trace import Trace
 
 
 @dataclass
@@ -37,12 +38,17 @@ class PreparedTrace:
     meta: dict = field(default_factory=dict)
 
 
-def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | None = None
-            ) -> PreparedTrace:
-    """Segment ``path`` and build its workload, footprint and event table."""
+def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | None = None,
+            trace: Trace | None = None, note: str | None = None) -> PreparedTrace:
+    """Segment ``path`` and build its workload, footprint and event table.
+
+    ``trace`` is ``path`` already opened (e.g. by :func:`pysched.trace.preflight`, or the view
+    of an incomplete trace's prefix); ``note`` says what was used when it is not the whole
+    trace, and goes to the run records.
+    """
     from pysched.superfunctions import segment
     from pysched.trace import open_trace
-    trace = open_trace(path)
+    trace = trace if trace is not None else open_trace(path)
     say = progress or (lambda s: None)
     say(f"{path}: segmenting")
     seg = segment(trace)
@@ -52,7 +58,8 @@ def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | 
     fp = build_footprint(trace, w.vcpus, line=line)
     app = np.flatnonzero(w.type_category == int(Category.APPLICATION))
     return PreparedTrace(Path(path).name, str(path), w, fp, event_items(w, name), app,
-                         w.total_insns, {"workload": name, "dependencies": w.dependencies})
+                         w.total_insns, {"workload": name, "dependencies": w.dependencies,
+                                           "note": note})
 
 
 def machine(cores: int, base: MachineConfig | None = None) -> MachineConfig:
@@ -144,6 +151,7 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
                                  "epochs": len(res.epochs), "has_events": t.events is not None,
                                  "forced_releases": res.forced_releases,
                                  "dependencies": t.meta.get("dependencies", ""),
+                                 "note": t.meta.get("note") or "",
                                  "wall_s": wall})
                     say(f"{t.name} {p} cores={ncores} load={k}: "
                         f"{res.total.instructions.sum() / wall / 1e6:.1f} M insn/s simulated")

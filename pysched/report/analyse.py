@@ -20,7 +20,7 @@ from pysched.characterisation import (
 )
 from pysched.heatmaps import SIZES, EpochPages, PageHeatmaps, tau_vs_size
 from pysched.superfunctions import DEFAULT_EPOCH, Segmentation, segment
-from pysched.trace import open_trace
+from pysched.trace import Trace, open_trace
 
 
 @dataclass
@@ -82,6 +82,8 @@ class TraceAnalysis:
         Wall time of each stage.
     manifest : dict
         The trace's manifest (empty when it has none).
+    note : str or None
+        What was analysed when it was not the whole trace (an incomplete trace's prefix).
     """
 
     name: str
@@ -95,6 +97,7 @@ class TraceAnalysis:
     tau: pd.DataFrame
     seconds: dict[str, float] = field(default_factory=dict)
     manifest: dict[str, Any] = field(default_factory=dict)
+    note: str | None = None
 
     def summary(self, opts: AnalysisOptions) -> dict[str, Any]:
         """The headline numbers as plain JSON-able values."""
@@ -104,6 +107,7 @@ class TraceAnalysis:
         man = self.manifest
         return {
             "trace": self.name,
+            "note": self.note,
             "path": str(self.seg.path),
             "workload": man.get("workload") or man.get("command"),
             "vcpus": len(self.seg.vcpu_insns),
@@ -157,7 +161,8 @@ def representative_epoch(heat: PageHeatmaps) -> int | None:
     return int(busy.index[len(busy) // 2])
 
 
-def analyse_trace(path: str | Path, opts: AnalysisOptions | None = None) -> TraceAnalysis:
+def analyse_trace(path: str | Path, opts: AnalysisOptions | None = None, *,
+                  trace: Trace | None = None, note: str | None = None) -> TraceAnalysis:
     """Run the analysis pipeline on one trace directory.
 
     Parameters
@@ -165,6 +170,11 @@ def analyse_trace(path: str | Path, opts: AnalysisOptions | None = None) -> Trac
     path : str or Path
         A trace directory (as written by ``pysched trace``).
     opts : AnalysisOptions, optional
+    trace : Trace, optional
+        ``path`` already opened (e.g. by :func:`pysched.trace.preflight`, or the view of an
+        incomplete trace's prefix).
+    note : str, optional
+        Said in the summary (what was analysed when it is not the whole trace).
 
     Returns
     -------
@@ -179,7 +189,7 @@ def analyse_trace(path: str | Path, opts: AnalysisOptions | None = None) -> Trac
     opts = opts or AnalysisOptions()
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
-    trace = open_trace(path)
+    trace = trace if trace is not None else open_trace(path)
     seg = segment(trace, epoch_len=opts.epoch_len)
     seconds["segment"] = time.perf_counter() - t0
 
@@ -200,4 +210,4 @@ def analyse_trace(path: str | Path, opts: AnalysisOptions | None = None) -> Trac
     seconds["heatmaps"] = time.perf_counter() - t0
     return TraceAnalysis(name=Path(path).name, seg=seg, breakup=breakup, epochs=epochs,
                          similarity=similarity, heat=heat, epoch=k, pages=pages, tau=tau,
-                         seconds=seconds, manifest=dict(trace.manifest or {}))
+                         seconds=seconds, manifest=dict(trace.manifest or {}), note=note)

@@ -12,7 +12,9 @@ import time
 from pathlib import Path
 
 from pysched.superfunctions import DEFAULT_EPOCH
-from pysched.trace import TraceError
+from pysched._outdir import OutputError, finished_dir
+from pysched.heatmaps import SIZES
+from pysched.trace import TraceError, preflight
 
 from .analyse import AnalysisOptions, analyse_trace
 from .write import write_overview, write_trace
@@ -23,11 +25,25 @@ def _count(text: str) -> int:
     scale = {"k": 10**3, "m": 10**6, "g": 10**9}
     t = text.strip().lower()
     try:
-        if t and t[-1] in scale:
-            return int(float(t[:-1]) * scale[t[-1]])
-        return int(t)
+        n = int(float(t[:-1]) * scale[t[-1]]) if t and t[-1] in scale else int(t)
     except (ValueError, OverflowError):
         raise argparse.ArgumentTypeError(f"not an instruction count: {text!r}") from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    return n
+
+
+def _int_at_least(low: int):
+    """An argparse type: an integer of at least ``low``."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if n < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {n}")
+        return n
+    return parse
 
 
 def shipped_traces(data: Path) -> list[Path]:
@@ -43,16 +59,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", type=Path, default=Path("data"),
                    help="where the shipped traces are (default: ./data)")
     p.add_argument("--out", type=Path, default=Path("results"),
-                   help="results directory (default: ./results)")
+                   help="results directory, created when the analysis is finished; it must "
+                        "not exist or be empty (default: ./results)")
+    p.add_argument("--allow-incomplete", action="store_true",
+                   help="analyse the complete prefix of an incomplete trace (a killed capture) "
+                        "instead of refusing it; the summary says so")
     p.add_argument("--epoch-insns", type=_count, default=DEFAULT_EPOCH,
                    help=f"instructions per vCPU per epoch (default {DEFAULT_EPOCH:,}: 3 ms at "
                         "2 GHz and an IPC of 1)")
-    p.add_argument("--bloom-bits", type=int, default=512,
+    p.add_argument("--bloom-bits", type=int, default=512, choices=SIZES,
                    help="Page-heatmap size for the drawn heatmaps and overlap table "
                         "(128, 256, 512, 1024 or 2048; default 512)")
-    p.add_argument("--tau-epochs", type=int, default=60,
+    p.add_argument("--tau-epochs", type=_int_at_least(1), default=60,
                    help="at most this many epochs enter the tau-b test (default 60)")
-    p.add_argument("--warmup", type=int, default=5,
+    p.add_argument("--warmup", type=_int_at_least(0), default=5,
                    help="epochs left out of the steady-state similarity figures (default 5)")
 
 
@@ -77,38 +97,39 @@ def run(args: argparse.Namespace) -> int:
         print(f"pysched analyse: two traces have the same name ({names}); their results "
               "would overwrite each other", file=sys.stderr)
         return 2
-    # A results directory that cannot be written is found before minutes of analysis.
-    try:
-        args.out.mkdir(parents=True, exist_ok=True)
-        probe = args.out / ".pysched-write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        print(f"pysched analyse: --out {args.out}: cannot write there ({exc.strerror or exc})",
-              file=sys.stderr)
-        return 2
-    analyses = []
+    # Every trace passes the checker's cheap checks before minutes of analysis.
+    checked = []
     for t in traces:
-        t0 = time.perf_counter()
         try:
-            a = analyse_trace(t, opts)
-        except (TraceError, FileNotFoundError) as exc:
-            print(f"pysched analyse: {t}: {exc}", file=sys.stderr)
+            checked.append(preflight(t, allow_incomplete=args.allow_incomplete))
+        except TraceError as exc:
+            print(f"pysched analyse: {exc}", file=sys.stderr)
             return 1
-        try:
-            write_trace(a, opts, args.out)
-        except OSError as exc:
-            print(f"pysched analyse: writing {args.out / a.name}: {exc}", file=sys.stderr)
-            return 1
-        analyses.append(a)
-        b = a.breakup.paper_fractions()
-        print(f"{t}: {a.seg.total_insns:,} instructions, {len(a.epochs)} epochs, "
-              f"{len(a.seg.instances):,} SuperFunction instances; application "
-              f"{100 * b['application']:.1f} %, system calls {100 * b['syscall']:.1f} %, "
-              f"interrupts {100 * b['interrupt']:.1f} %, bottom halves "
-              f"{100 * b['bottom_half']:.1f} % ({time.perf_counter() - t0:.1f} s)")
     try:
-        write_overview(analyses, opts, args.out)
+        with finished_dir(args.out) as tmp:
+            analyses = []
+            for t, (trace, note) in zip(traces, checked):
+                if note:
+                    print(f"pysched analyse: {t}: {note}", file=sys.stderr)
+                print(f"[analyse] {t}: segmenting, characterising, heatmaps ...",
+                      file=sys.stderr, flush=True)
+                t0 = time.perf_counter()
+                a = analyse_trace(t, opts, trace=trace, note=note)
+                write_trace(a, opts, tmp)
+                analyses.append(a)
+                b = a.breakup.paper_fractions()
+                print(f"{t}: {a.seg.total_insns:,} instructions, {len(a.epochs)} epochs, "
+                      f"{len(a.seg.instances):,} SuperFunction instances; application "
+                      f"{100 * b['application']:.1f} %, system calls {100 * b['syscall']:.1f} %, "
+                      f"interrupts {100 * b['interrupt']:.1f} %, bottom halves "
+                      f"{100 * b['bottom_half']:.1f} % ({time.perf_counter() - t0:.1f} s)")
+            write_overview(analyses, opts, tmp)
+    except OutputError as exc:
+        print(f"pysched analyse: {exc}", file=sys.stderr)
+        return 2
+    except (TraceError, FileNotFoundError) as exc:
+        print(f"pysched analyse: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"pysched analyse: writing {args.out}: {exc}", file=sys.stderr)
         return 1

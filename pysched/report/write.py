@@ -117,6 +117,9 @@ def markdown(summaries: Sequence[dict], opts: AnalysisOptions) -> str:
              "epochs. Figures: breakup.png (Fig 4), similarity.png (section 4.4), tau.png "
              "(Fig 11), and per trace heatmaps.png and overlap.png.", "",
              "## Instruction breakup (% of instructions, scheduler code apart)", ""]
+    noted = [f"- **{s['trace']}**: {s['note']}" for s in summaries if s.get("note")]
+    if noted:
+        lines[-2:-2] = ["## Not whole traces", "", *noted, ""]
     head = ["trace", "instructions", "vCPUs", *_CATEGORIES, "scheduler", "the paper states"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in summaries:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pysched import _jitcache  # noqa: F401  (first: ties numba's kernel cache to the sources)
 
 from .blockindex import BlockIndex, block_index
-from .checker import check_trace
+from .checker import TraceRejected, check_trace, preflight
 from .errors import TraceError
 from .execstream import ExecChunk, exec_chunks
 from .expand import InstructionStream, block_sizes, block_start_icount, expand
@@ -31,6 +31,7 @@ __all__ = [
     "TableSpec",
     "Trace",
     "TraceError",
+    "TraceRejected",
     "block_index",
     "block_sizes",
     "block_start_icount",
@@ -38,5 +39,6 @@ __all__ = [
     "exec_chunks",
     "expand",
     "open_trace",
+    "preflight",
 ]
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import TraceError
@@ -68,6 +69,8 @@ def _validate_part(spec: TableSpec, path: Path) -> Part:
     vcpu, seq = _parse_name(spec, path)
     try:
         pf = pq.ParquetFile(path)
+    except MemoryError:
+        raise
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise TraceError(f"{path}: table {spec.name!r}: not a readable Parquet file "
                          f"({exc})") from exc
@@ -124,14 +127,19 @@ class Trace:
         ``plugin.json`` (options, calibration, counters), None when missing.
     manifest : dict or None
         ``manifest.json`` written by the capture step, None when missing.
+    prefix : dict of int to (int, int), or None
+        Set on a view of an incomplete trace's complete prefix (see
+        :meth:`prefix_view`): per vCPU, the exec rows and instructions it keeps.
     """
 
     def __init__(self, path: Path, parts: dict[str, list[Part]],
-                 plugin_info: dict[str, Any] | None, manifest: dict[str, Any] | None) -> None:
+                 plugin_info: dict[str, Any] | None, manifest: dict[str, Any] | None,
+                 prefix: dict[int, tuple[int, int]] | None = None) -> None:
         self.path = path
         self._parts = parts
         self.plugin_info = plugin_info
         self.manifest = manifest
+        self.prefix = prefix
         # Derived data shared by expand/check (e.g. the block index), keyed by name.
         self._cache: dict[Any, Any] = {}
 
@@ -175,6 +183,32 @@ class Trace:
                              f"{info.get('schema_version')!r}, this reader supports "
                              f"{SCHEMA_VERSION}")
         return cls(root, parts, info, _read_json(root / "manifest.json"))
+
+    def prefix_view(self, exec_parts: dict[int, int],
+                    instructions: dict[int, int]) -> Trace:
+        """The same trace cut to a prefix of each vCPU's stream.
+
+        Parameters
+        ----------
+        exec_parts : dict of int to int
+            Per vCPU, how many of its exec parts to keep (vCPUs not named keep none).
+        instructions : dict of int to int
+            Per vCPU, the instructions those parts retire (the ``mem`` table is cut there).
+
+        Returns
+        -------
+        Trace
+            Reads of event tables keep the rows with ``exec_row`` at most the kept exec rows
+            (events at the prefix's end, as at any trace's end), ``mem`` the rows with
+            ``icount`` below the kept instructions. :meth:`num_rows` of those tables still
+            counts whole parts.
+        """
+        parts = dict(self._parts)
+        parts["exec"] = [p for p in self._parts["exec"]
+                         if p.seq < exec_parts.get(p.vcpu, 0)]
+        limits = {v: (sum(p.num_rows for p in parts["exec"] if p.vcpu == v),
+                      int(instructions.get(v, 0))) for v in self.all_vcpus()}
+        return Trace(self.path, parts, self.plugin_info, self.manifest, prefix=limits)
 
     def __repr__(self) -> str:
         return f"Trace({str(self.path)!r}, vcpus={self.vcpus})"
@@ -241,11 +275,20 @@ class Trace:
         try:
             t = pq.ParquetFile(part.path, page_checksum_verification=True).read(
                 columns=spec.schema.names)
+        except pa.ArrowMemoryError:
+            raise MemoryError(f"{part.path}: out of memory reading it") from None
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise TraceError(f"{part.path}: table {part.table!r}: the file is damaged and "
                              f"cannot be read ({exc})") from exc
         # Types are validated; the cast only unifies nullability and drops metadata.
-        return t.select(spec.schema.names).cast(spec.schema)
+        t = t.select(spec.schema.names).cast(spec.schema)
+        if self.prefix is not None and part.vcpu is not None and part.table != "exec":
+            rows, insns = self.prefix.get(part.vcpu, (0, 0))
+            if "exec_row" in spec.schema.names:
+                t = t.filter(pc.less_equal(t.column("exec_row"), rows))
+            else:
+                t = t.filter(pc.less(t.column("icount"), insns))
+        return t
 
     def window(self, name: str, vcpu: int, lo: int, hi: int,
                column: str = "icount") -> pa.Table:

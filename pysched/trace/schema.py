@@ -122,3 +122,12 @@ TABLES: dict[str, TableSpec] = {spec.name: spec for spec in _SPECS}
 
 #: Per-vCPU tables whose rows carry ``icount``/``exec_row``/``time_ns``.
 EVENT_TABLES: tuple[str, ...] = ("syscalls", "interrupts", "switches", "markers", "wakeups")
+
+#: The lock file in a trace directory while ``pysched trace`` writes it.
+CAPTURE_LOCK = ".pysched-trace.lock"
+#: The guest's serial console and QEMU's stderr, written by ``pysched trace`` into the trace.
+CONSOLE_LOG = "console.log"
+QEMU_STDERR_LOG = "qemu-stderr.log"
+#: Files that ``pysched trace`` creates in a trace directory from its start (before
+#: ``manifest.json``, its last): one of them without a manifest is an unfinished run.
+CAPTURE_FILES: tuple[str, ...] = (CAPTURE_LOCK, CONSOLE_LOG, QEMU_STDERR_LOG)

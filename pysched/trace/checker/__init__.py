@@ -13,6 +13,9 @@ Checks (each listed in the output with its violations, at most ``--limit`` shown
 ``frames``   (d) page offsets agree (``insns``), kernel text is at
              ``vaddr - 0xffffffff80000000``, one frame per virtual page within a block.
 ``markers``  (e) ROI begin/end alternate and marks are inside a region.
+``complete`` the trace is complete (see :mod:`pysched.trace.checker.preflight`): a manifest
+             that says so, or a final ``plugin.json`` for a trace the plugin wrote alone.
+``parts``    part numbering without gaps, the plugin's count of parts, event parts in order.
 ``wakeups``  (f) wake-up rows enter their kind's function, name a task, and a wake-up's
              effect follows a call for its task (see :func:`.order.check_wakeups`).
 
@@ -30,6 +33,7 @@ import pyarrow as pa
 
 from ..blockindex import block_index
 from .order import check_markers, check_syscalls, check_wakeups
+from .preflight import TraceRejected, check_complete, check_parts, check_totals, preflight
 from .static import FRAMES, check_blocks, check_frames
 from .vcpu import ICOUNT, check_events, check_exec, check_mem
 from ..errors import TraceError
@@ -90,12 +94,7 @@ def _check_plugin_counters(trace: Trace, totals: dict[int, int | None], report: 
     if info.get("final") is False:
         report.note(ICOUNT, "plugin.json is not final (QEMU did not exit cleanly?): "
                             "its counters are not compared")
-    elif isinstance(info.get("icount"), list):
-        for v, want in enumerate(info["icount"]):
-            have = totals.get(v, 0)
-            if have is not None and have != want:
-                report.add(ICOUNT, Location("plugin.json", v),
-                           f"icount {want} but the exec stream retires {have} instructions")
+    check_totals(trace, totals, report)
     if info.get("ram_base_mismatches"):
         report.note(FRAMES, f"plugin.json counts {info['ram_base_mismatches']} kernel-text "
                             "blocks that disagreed with the RAM base calibration")
@@ -116,6 +115,8 @@ def check_trace(trace: Trace, limit: int = 20) -> Report:
         Use ``report.ok``, ``report.violations`` and ``report.format()``.
     """
     report = Report(limit)
+    check_complete(trace, report)
+    check_parts(trace, report)
     idx = block_index(trace)
     check_blocks(idx, report)
     check_frames(idx, report)
@@ -140,10 +141,20 @@ def check_trace(trace: Trace, limit: int = 20) -> Report:
     return report
 
 
+def _limit(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {n}")
+    return n
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``pysched check``."""
     parser.add_argument("trace", metavar="DIR", help="trace directory written by the plugin")
-    parser.add_argument("--limit", type=int, default=20, metavar="N",
+    parser.add_argument("--limit", type=_limit, default=20, metavar="N",
                         help="violations shown per check (default: %(default)s)")
 
 
