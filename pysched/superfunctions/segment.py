@@ -396,44 +396,61 @@ def _programs(gkeys: list[tuple], gpages: list[np.ndarray],
 def _assemble(trace: Trace, epoch_len: int, st: _State, ev: TraceEvents, cm: CodeMap,
               order: list[int]) -> Segmentation:
     """Turn the kernel's arrays into :class:`Segmentation` (categories and types included)."""
-    ninst = int(st.cnt[K.C_NINST])
-    inst = st.inst[:ninst]
-    pcs = st.pcs[:int(st.cnt[K.C_NPIECE])]
-    cat = inst[:, K.I_CAT].copy()
-    aux = inst[:, K.I_AUX]
-    tid = inst[:, K.I_THREAD]
-    slot = inst[:, K.I_SLOT]
-    params = st.params
-    # A thread with no application or system call instance is a kernel thread: its contexts
-    # of unknown start are its own code.
-    user_threads = np.unique(tid[(cat == K.CAT_APP) | (cat == K.CAT_SYSCALL)])
-    kth = (cat == K.CAT_UNKNOWN) & ~np.isin(tid, user_threads)
-    cat[kth] = int(Category.KERNEL_THREAD)
-
-    # Heat keys -> (epoch, slot, page).
+    inst = st.inst[:int(st.cnt[K.C_NINST])]
+    cat = _categories(inst)
     keys = st.hkeys[st.hkeys >= 0]
     h_page = keys & ((1 << K.PAGE_BITS) - 1)
     h_slot = (keys >> K.PAGE_BITS) & (K.MAX_SLOTS - 1)
     h_epoch = keys >> (K.PAGE_BITS + K.SLOT_BITS)
+    slot_type = _slot_types(st, ev, cm, inst, cat, h_page, h_slot)
+    heat = pd.DataFrame({"epoch": h_epoch.astype(np.int64), "type": slot_type[h_slot],
+                         "pfn": (cm.pfns[h_page] if len(keys)
+                                 else np.zeros(0, dtype=np.uint64)).astype(np.uint64)})
+    heat = heat.drop_duplicates().sort_values(["epoch", "type", "pfn"], ignore_index=True)
+    tkeys = np.concatenate([ev.thread_keys, np.zeros(len(order), np.uint64)])
+    instances = _instances_frame(inst, cat, slot_type, tkeys, ev, cm)
+    pieces = _pieces_frame(st.pcs[:int(st.cnt[K.C_NPIECE])])
+    names = {int(pc): name for name, pc in cm.actions}
+    vcpu_insns = {v: int(st.vs[n, K.V_IC]) for n, v in enumerate(order)}
+    return Segmentation(str(trace.path), epoch_len, instances, pieces, heat,
+                        _types_frame(instances, names), _warnings(st, ev), vcpu_insns,
+                        int(st.cnt[K.C_UNKPAGE]), names, tkeys)
 
-    # Every slot has a type known up front, or belongs to a group whose type is the checksum
-    # of the frames the group executed over the whole trace: an address space's generation
-    # (a process), an application instance whose space never showed, or a kernel thread.
-    # Processes of one binary (see _programs) share the checksum of all their frames.
+
+def _categories(inst: np.ndarray) -> np.ndarray:
+    """Instances' categories, with kernel threads told apart: a thread with no application
+    or system call instance is a kernel thread, so its contexts of unknown start are its own
+    code."""
+    cat = inst[:, K.I_CAT].copy()
+    tid = inst[:, K.I_THREAD]
+    user_threads = np.unique(tid[(cat == K.CAT_APP) | (cat == K.CAT_SYSCALL)])
+    cat[(cat == K.CAT_UNKNOWN) & ~np.isin(tid, user_threads)] = int(Category.KERNEL_THREAD)
+    return cat
+
+
+def _slot_types(st: _State, ev: TraceEvents, cm: CodeMap, inst: np.ndarray, cat: np.ndarray,
+                h_page: np.ndarray, h_slot: np.ndarray) -> np.ndarray:
+    """The superFuncType of every slot of the kernel.
+
+    Every slot has a type known up front, or belongs to a group whose type is the checksum
+    of the frames the group executed over the whole trace: an address space's generation
+    (a process), an application instance whose space never showed, or a kernel thread.
+    Processes of one binary (see _programs) share the checksum of all their frames.
+    """
+    aux, tid, slot, gen = (inst[:, K.I_AUX], inst[:, K.I_THREAD], inst[:, K.I_SLOT],
+                           inst[:, K.I_GEN])
     nsys = len(ev.syscall_nrs)
-    bh_base, nstatic = int(params[K.PR_BHBASE]), int(params[K.PR_NSTATIC])
+    bh_base, nstatic = int(st.params[K.PR_BHBASE]), int(st.params[K.PR_NSTATIC])
     nslots = nstatic + int(st.cnt[K.C_NDYN])
-    act_pc = np.array([pc for _, pc in cm.actions], dtype=np.uint64)
     slot_type = np.zeros(nslots, dtype=np.uint64)
     slot_group = np.full(nslots, -1, dtype=np.int64)
     for s_, nr in enumerate(ev.syscall_nrs.tolist()):
         slot_type[s_] = syscall_type(nr)
     for s_, vec in enumerate(ev.vectors.tolist()):
         slot_type[nsys + s_] = interrupt_type(vec)
-    for s_, pc in enumerate(act_pc.tolist()):
+    for s_, (_, pc) in enumerate(cm.actions):
         slot_type[bh_base + s_] = bottom_half_type(pc)
     groups: dict[tuple, int] = {}
-    gen = inst[:, K.I_GEN]
     for i in np.flatnonzero(slot >= nstatic).tolist():
         c, s_ = int(cat[i]), int(slot[i])
         if c == K.CAT_APP:
@@ -448,7 +465,6 @@ def _assemble(trace: Trace, epoch_len: int, st: _State, ev: TraceEvents, cm: Cod
         else:
             slot_type[s_] = UNKNOWN_TYPE
     gkeys = list(groups)
-    pfn = cm.pfns[h_page] if len(keys) else np.zeros(0, dtype=np.uint64)
     hg = slot_group[h_slot]
     order_g = np.argsort(hg, kind="stable")
     bounds = np.searchsorted(hg[order_g], np.arange(len(gkeys) + 1))
@@ -462,26 +478,27 @@ def _assemble(trace: Trace, epoch_len: int, st: _State, ev: TraceEvents, cm: Cod
         gtype[members] = kernel_thread_type(pages) if kthread else application_type(pages)
     has_group = slot_group >= 0
     slot_type[has_group] = gtype[slot_group[has_group]]
+    return slot_type
 
-    itype = slot_type[slot]
-    heat = pd.DataFrame({"epoch": h_epoch.astype(np.int64), "type": slot_type[h_slot],
-                         "pfn": pfn.astype(np.uint64)})
-    heat = heat.drop_duplicates().sort_values(["epoch", "type", "pfn"], ignore_index=True)
 
-    tkeys = np.concatenate([ev.thread_keys, np.zeros(len(order), np.uint64)])
+def _instances_frame(inst: np.ndarray, cat: np.ndarray, slot_type: np.ndarray,
+                     tkeys: np.ndarray, ev: TraceEvents, cm: CodeMap) -> pd.DataFrame:
+    """One row per SuperFunction instance (see :class:`Segmentation`)."""
+    aux = inst[:, K.I_AUX]
     number = np.where((cat == K.CAT_SYSCALL) | (cat == K.CAT_INT), aux, -1)
-    handler = np.zeros(ninst, dtype=np.uint64)
+    act_pc = np.array([pc for _, pc in cm.actions], dtype=np.uint64)
+    handler = np.zeros(len(inst), dtype=np.uint64)
     bh = cat == K.CAT_BH
     handler[bh] = act_pc[aux[bh]]
-    cr3 = np.zeros(ninst, dtype=np.uint64)
+    cr3 = np.zeros(len(inst), dtype=np.uint64)
     app = (cat == K.CAT_APP) & (aux >= 0)
     cr3[app] = ev.aspaces[aux[app]]
     instances = pd.DataFrame({
-        "type": itype,
+        "type": slot_type[inst[:, K.I_SLOT]],
         "category": cat.astype(np.int8),
         "parent": inst[:, K.I_PARENT],
-        "thread": tkeys[tid],
-        "thread_id": tid,
+        "thread": tkeys[inst[:, K.I_THREAD]],
+        "thread_id": inst[:, K.I_THREAD],
         "vcpu": inst[:, K.I_START_V].astype(np.int32),
         "start_vcpu": inst[:, K.I_START_V].astype(np.int32),
         "start_icount": inst[:, K.I_START_IC],
@@ -497,6 +514,11 @@ def _assemble(trace: Trace, epoch_len: int, st: _State, ev: TraceEvents, cm: Cod
         "popped": (inst[:, K.I_FLAGS] & K.IF_POPPED) != 0,
     })
     instances.index.name = "id"
+    return instances
+
+
+def _pieces_frame(pcs: np.ndarray) -> pd.DataFrame:
+    """One row per piece, in order of vCPU and start."""
     pieces = pd.DataFrame({
         "instance": pcs[:, K.P_INST],
         "vcpu": pcs[:, K.P_VCPU].astype(np.int32),
@@ -506,16 +528,22 @@ def _assemble(trace: Trace, epoch_len: int, st: _State, ev: TraceEvents, cm: Cod
         "row_stop": pcs[:, K.P_ROW1],
         "sched": pcs[:, K.P_SCHED].astype(bool),
     })
-    pieces = pieces.sort_values(["vcpu", "start"], ignore_index=True)
+    return pieces.sort_values(["vcpu", "start"], ignore_index=True)
 
-    names = {int(pc): name for name, pc in cm.actions}
+
+def _types_frame(instances: pd.DataFrame, names: dict[int, str]) -> pd.DataFrame:
+    """One row per superFuncType: category, instances, instructions, label."""
     types = (instances.assign(work=instances["insns"] - instances["sched_insns"])
              .groupby("type", sort=True)
              .agg(category=("category", "first"), instances=("category", "size"),
                   insns=("work", "sum"), sched_insns=("sched_insns", "sum"))
              .reset_index())
     types["label"] = [describe(t, c, names) for t, c in zip(types["type"], types["category"])]
+    return types
 
+
+def _warnings(st: _State, ev: TraceEvents) -> list[dict]:
+    """The kernel's warning counters as records, each with where it first happened."""
     warnings = []
     for w in range(K.NW):
         count, v, ic, k = (int(x) for x in st.warn[w])
@@ -526,7 +554,4 @@ def _assemble(trace: Trace, epoch_len: int, st: _State, ev: TraceEvents, cm: Cod
             warnings.append({"code": w, "text": K.WARNING_TEXT[w], "count": count,
                              "where": where,
                              "severity": "info" if w in K.EXPECTED_WARNINGS else "warning"})
-    vcpu_insns = {v: int(st.vs[n, K.V_IC]) for n, v in enumerate(order)}
-    return Segmentation(str(trace.path), epoch_len, instances, pieces, heat, types, warnings,
-                        vcpu_insns, int(st.cnt[K.C_UNKPAGE]), names, tkeys)
-
+    return warnings
