@@ -102,7 +102,7 @@ def best_of(repeat: int, *fns) -> list[tuple[float, object]]:
     for _ in range(repeat):
         for i, fn in enumerate(fns):
             t0, res = fn()
-            best[i] = min(best[i], (time.perf_counter() - t0, res), key=lambda b: b[0])
+            best[i] = min(best[i], (time.thread_time() - t0, res), key=lambda b: b[0])
     return best
 
 
@@ -117,14 +117,14 @@ def measure_single(cfg: CacheConfig, addr: np.ndarray, repeat: int) -> dict:
     """Row (a): one cache, every access a read."""
     def ours():
         c = Cache(cfg)
-        t = time.perf_counter()
+        t = time.thread_time()
         c.run(addr)
         return t, c
 
     def ref():
         r = PycachesimCache(cfg)
         calls = r.prepare(addr)
-        t = time.perf_counter()
+        t = time.thread_time()
         r.execute(calls)
         return t, r
 
@@ -144,14 +144,14 @@ def measure_hierarchy(cfg: HierarchyConfig, stream: tuple, repeat: int) -> dict:
 
     def ours():
         h = Hierarchy(cfg)
-        t = time.perf_counter()
+        t = time.thread_time()
         h.run(0, addr, kind, cls)
         return t, h
 
     def ref():
         r = PycachesimHierarchy(cfg)
         calls = r.prepare(addr, kind)
-        t = time.perf_counter()
+        t = time.thread_time()
         r.execute(calls)
         return t, r
 
@@ -188,10 +188,10 @@ def main() -> None:
     lines = [int(x) for x in args.lines.split(",")]
     pols = args.policies.split(",")
 
-    t0 = time.perf_counter()
+    t0 = time.thread_time()
     streams = build_streams(args.data, args.rows, args.accesses, lines)
     print(f"{len(streams)} streams of {args.accesses} accesses built in "
-          f"{time.perf_counter() - t0:.1f} s", flush=True)
+          f"{time.thread_time() - t0:.1f} s", flush=True)
 
     # warm the numba kernels (compiled or loaded from cache) outside the timing
     a, k, c = streams[(f"{MIXED_TRACE} mixed", lines[0])]
