@@ -8,6 +8,7 @@ from . import validate
 from .config import CacheConfig
 from .kernels import _run_cache
 from .policies import rng_state
+from .policies.lru import INVALID
 
 
 class Cache:
@@ -41,6 +42,9 @@ class Cache:
         n = config.sets * config.ways
         self.tags = np.full(n, -1, dtype=np.int64)
         self.dirty = np.zeros(n, dtype=np.uint8)
+        # replacement state of LRU and FIFO (see policies.lru) and the clock stamps come from
+        self._stamp = np.full(n, INVALID, dtype=np.int64)
+        self._clock = np.zeros(1, dtype=np.int64)
         # xorshift must not start at 0
         self._rng = np.array([rng_state(seed)], dtype=np.uint64)
         self._counts = np.zeros((classes, 2, 2), dtype=np.int64)
@@ -71,8 +75,9 @@ class Cache:
         addr, store, cls = validate.stream(addr, store, cls, self.classes, kinds=2)
         hit = np.empty(len(addr), dtype=np.uint8)
         cfg = self.config
-        _run_cache(self.tags, self.dirty, self._rng, cfg.sets - 1, cfg.ways, cfg.line_shift,
-                   cfg.policy_code, addr, store, cls, hit, self._counts, self._events)
+        _run_cache(self.tags, self.dirty, self._stamp, self._clock, self._rng, cfg.sets - 1,
+                   cfg.ways, cfg.line_shift, cfg.policy_code, addr, store, cls, hit,
+                   self._counts, self._events)
         return hit
 
     def reset_stats(self) -> None:
@@ -84,6 +89,7 @@ class Cache:
         """Invalidate every line (dirty lines are dropped, not counted)."""
         self.tags[:] = -1
         self.dirty[:] = 0
+        self._stamp[:] = INVALID
 
     def contains(self, addr: int) -> bool:
         """Whether the line of byte address ``addr`` is cached."""

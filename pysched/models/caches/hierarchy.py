@@ -9,6 +9,7 @@ from . import validate
 from .config import HierarchyConfig
 from .kernels import G_MASK, G_POLICY, G_WAYS, _run_hierarchy
 from .policies import rng_state
+from .policies.lru import INVALID
 
 
 class Hierarchy:
@@ -57,6 +58,9 @@ class Hierarchy:
             self._geo[p, G_POLICY] = lv.policy_code
         self.tags = np.full(total, -1, dtype=np.int64)
         self.dirty = np.zeros(total, dtype=np.uint8)
+        # replacement state of LRU and FIFO (see policies.lru) and the clock stamps come from
+        self._stamp = np.full(total, INVALID, dtype=np.int64)
+        self._clock = np.zeros(1, dtype=np.int64)
         self._rng = np.array([rng_state(config.seed)], dtype=np.uint64)
         self._served = np.zeros((cores, classes, NKINDS, NLEVELS), dtype=np.int64)
         self._events = np.zeros((cores, NEVENTS), dtype=np.int64)
@@ -102,9 +106,9 @@ class Hierarchy:
         addr, kind, cls = validate.stream(addr, kind, cls, self.classes)
         served = np.empty(len(addr), dtype=np.uint8)
         cfg = self.config
-        _run_hierarchy(self.tags, self.dirty, self._off, self._geo, cfg.cores, cfg.inclusive,
-                       cfg.coherence, self._rng, cfg.l1i.line_shift, int(core), addr, kind,
-                       cls, served, self._served, self._events)
+        _run_hierarchy(self.tags, self.dirty, self._stamp, self._clock, self._off, self._geo,
+                       cfg.cores, cfg.inclusive, cfg.coherence, self._rng, cfg.l1i.line_shift,
+                       int(core), addr, kind, cls, served, self._served, self._events)
         return served
 
     def reset_stats(self) -> None:
@@ -120,6 +124,7 @@ class Hierarchy:
         if core is None:
             self.tags[:] = -1
             self.dirty[:] = 0
+            self._stamp[:] = INVALID
             return
         if not 0 <= core < self.cores:
             raise ValueError(f"core must be in 0..{self.cores - 1}, got {core!r}")
@@ -129,6 +134,7 @@ class Hierarchy:
             hi = lo + self.config.levels[p].sets * self.config.levels[p].ways
             self.tags[lo:hi] = -1
             self.dirty[lo:hi] = 0
+            self._stamp[lo:hi] = INVALID
 
     def _slice(self, level: int, core: int) -> slice:
         inst = level * self.cores + core if level < 3 else 3 * self.cores

@@ -1,6 +1,6 @@
 """Replacement policies, one module each behind one hook signature (see :mod:`.lru`).
 
-The kernels call :func:`on_hit` and :func:`fill` with the policy code of
+The kernels call :func:`on_hit`, :func:`fill` and :func:`remove` with the policy code of
 :data:`pysched.models.caches.config.POLICIES`; numba inlines the branch, which is predictable
 because one cache always has one policy.
 """
@@ -21,24 +21,32 @@ def rng_state(seed: int) -> int:
 
 
 @numba.njit(cache=True, inline="always")
-def on_hit(policy: int, tags: np.ndarray, dirty: np.ndarray, base: int, i: int) -> None:
+def on_hit(policy: int, stamp: np.ndarray, i: int, now: int) -> None:
     if policy == LRU:
-        lru.on_hit(tags, dirty, base, i)
+        lru.on_hit(stamp, i, now)
     elif policy == FIFO:
-        fifo.on_hit(tags, dirty, base, i)
+        fifo.on_hit(stamp, i, now)
     else:
-        random_policy.on_hit(tags, dirty, base, i)
+        random_policy.on_hit(stamp, i, now)
 
 
 @numba.njit(cache=True, inline="always")
-def fill(policy: int, tags: np.ndarray, dirty: np.ndarray, base: int, ways: int, line: int,
-         make_dirty: int, rng: np.ndarray) -> tuple[int, int]:
-    if policy == LRU:
-        return lru.fill(tags, dirty, base, ways, line, make_dirty, rng)
-    if policy == FIFO:
-        return fifo.fill(tags, dirty, base, ways, line, make_dirty, rng)
-    return random_policy.fill(tags, dirty, base, ways, line, make_dirty, rng)
+def fill(policy: int, tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, base: int,
+         ways: int, line: int, make_dirty: int, now: int, rng: np.ndarray) -> tuple[int, int]:
+    if policy == RANDOM:
+        return random_policy.fill(tags, dirty, stamp, base, ways, line, make_dirty, now, rng)
+    # LRU and FIFO differ only in on_hit
+    return lru.fill(tags, dirty, stamp, base, ways, line, make_dirty, now, rng)
 
 
-__all__ = ["FIFO", "LRU", "RANDOM", "fifo", "fill", "lru", "on_hit", "random_policy",
+@numba.njit(cache=True, inline="always")
+def remove(policy: int, tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, base: int,
+           ways: int, i: int) -> None:
+    if policy == RANDOM:
+        random_policy.remove(tags, dirty, stamp, base, ways, i)
+    else:
+        lru.remove(tags, dirty, stamp, base, ways, i)
+
+
+__all__ = ["FIFO", "LRU", "RANDOM", "fifo", "fill", "lru", "on_hit", "random_policy", "remove",
            "rng_state"]

@@ -1,13 +1,18 @@
 """Random replacement: a hit changes nothing; a fill takes an invalid way if the set has one,
 else replaces a way drawn by a xorshift64 generator whose state lives with the cache (runs are
-reproducible from the seed). Hooks: see :mod:`.lru`."""
+reproducible from the seed). Hooks: see :mod:`.lru`.
+
+The draw picks a position in the set's fill order (the twins' and the earlier kernels' order),
+so this policy keeps the ways of a set in that order instead of stamps: a fill into a set with
+an invalid way inserts at the front, invalid ways stay last, removal closes the gap. Only those
+fills and removals move ways, and a full set never has them; hits and draws move nothing.
+"""
 from __future__ import annotations
 
 import numba
 import numpy as np
 
 from .fifo import on_hit  # noqa: F401  (a hit changes nothing, as in FIFO)
-from .lru import insert_front
 
 
 @numba.njit(cache=True, inline="always")
@@ -22,13 +27,30 @@ def next_random(rng: np.ndarray) -> np.uint64:
 
 
 @numba.njit(cache=True, inline="always")
-def fill(tags: np.ndarray, dirty: np.ndarray, base: int, ways: int, line: int,
-         make_dirty: int, rng: np.ndarray) -> tuple[int, int]:
-    if tags[base + ways - 1] < 0:
-        # invalid ways sit at the end: inserting at the front drops one of them
-        return insert_front(tags, dirty, base, ways, line, make_dirty)
+def fill(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, base: int, ways: int, line: int,
+         make_dirty: int, now: int, rng: np.ndarray) -> tuple[int, int]:
+    last = base + ways - 1
+    if tags[last] < 0:
+        # invalid ways sit at the end: insert at the front, dropping one of them
+        for j in range(last, base, -1):
+            tags[j] = tags[j - 1]
+            dirty[j] = dirty[j - 1]
+        tags[base] = line
+        dirty[base] = make_dirty
+        return -1, 0
     i = base + int(next_random(rng) % np.uint64(ways))
     old, old_dirty = tags[i], int(dirty[i])
     tags[i] = line
     dirty[i] = make_dirty
     return old, old_dirty
+
+
+@numba.njit(cache=True, inline="always")
+def remove(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, base: int, ways: int,
+           i: int) -> None:
+    last = base + ways - 1
+    for j in range(i, last):
+        tags[j] = tags[j + 1]
+        dirty[j] = dirty[j + 1]
+    tags[last] = -1
+    dirty[last] = 0
