@@ -6,6 +6,8 @@
 #               trace one workload of the suite on the Debian guest (`pysched trace --list`)
 #   make data   regenerate the shipped sample traces in data/ (a few minutes)
 #   make evaluate  every scheduling policy on the shipped traces, 8 cores at 2X (tens of minutes)
+#   make sweep  the example sensitivity sweep (sweeps/example.toml) on a local Dask cluster
+#   make notebook  JupyterLab on notebooks/ from .venv
 PY      := .venv/bin/python
 PYSCHED := .venv/bin/pysched
 RUN_OUT ?= results
@@ -23,7 +25,7 @@ DATA_MEM_WORKLOAD := dss
 DATA_MEM_ARGS := --vcpus 2 --roi-insns 14M --data-accesses --compact 19
 
 .PHONY: setup plugin guest run demo test test-all bench bench-tracer clean bench-models trace \
-	data bench-analysis bench-sandbox evaluate
+	data bench-analysis bench-sandbox evaluate sweep notebook
 
 setup:
 	bash scripts/setup.sh
@@ -74,6 +76,19 @@ evaluate: setup
 	rm -rf $(EVAL_OUT)
 	$(PYSCHED) evaluate $(addprefix data/,$(DATA_WORKLOADS)) --policies $(EVAL_POLICIES) \
 	    --cores 8 --load 2 --out $(EVAL_OUT)
+
+# A grid of sandbox runs on Dask (a local cluster on this machine's cores, or
+# SWEEP_ARGS="--scheduler tcp://HOST:8786"); finished points in SWEEP_OUT are kept and skipped.
+SWEEP ?= sweeps/example.toml
+SWEEP_OUT ?= results/sweep
+SWEEP_ARGS ?=
+sweep: setup
+	$(PYSCHED) sweep $(SWEEP) --out $(SWEEP_OUT) $(SWEEP_ARGS)
+
+# JupyterLab from the project's environment (the `notebook` extra, installed on first use).
+notebook: setup
+	@test -x .venv/bin/jupyter-lab || .venv/bin/pip install -q -e '.[test,notebook]'
+	.venv/bin/jupyter-lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 test: plugin guest
 	$(PY) -m pytest -q -m "not slow"

@@ -48,6 +48,12 @@ def cached_trace(path: str):
     return t
 
 
+def prepared_traces() -> list[str]:
+    """The trace paths this process prepared, in order (run on workers with
+    ``client.run(prepared_traces)``)."""
+    return list(PREPARED)
+
+
 def _with_point(frame: pd.DataFrame, point: Point) -> pd.DataFrame:
     cols = point.columns()
     rest = frame.drop(columns=[c for c in cols if c in frame.columns])
@@ -183,4 +189,4 @@ def _gather(client, todo: list[Point], store: ResultStore, outcome: SweepOutcome
 
 
 __all__ = ["PREPARED", "SweepOutcome", "cached_trace", "connect", "dashboard_link",
-           "run_point", "run_sweep"]
+           "prepared_traces", "run_point", "run_sweep"]

@@ -19,7 +19,7 @@ def summarise(runs: pd.DataFrame, baseline: str = "linux") -> pd.DataFrame:
     if runs.empty:
         return runs
     r = performance(runs, baseline, keys=SAME)  # NaN where the baseline is missing
-    cols = PARAMS + ["elapsed_s", "throughput", "idle_fraction", "icache_app", "icache_os",
+    cols = PARAMS + ["heatmap_bits", "elapsed_s", "throughput", "idle_fraction", "icache_app", "icache_os",
                      "performance", f"vs_{baseline}", "wall_s"]
     return r[cols].sort_values(PARAMS, kind="stable").reset_index(drop=True)
 
