@@ -116,5 +116,8 @@ bench-analysis: plugin guest
 
 # The scheduler sandbox: simulated instructions per wall second and peak memory, 8 cores at 4X
 # on the largest shipped trace, and how it grows with twice the work and twice the cores.
+# Also the sweep's points per minute (serial, 1 and 2 Dask workers);
+# BENCH_SANDBOX_ARGS=--sweep-only measures only that and merges it into the JSON.
+BENCH_SANDBOX_ARGS ?=
 bench-sandbox: setup
-	$(PY) benchmarks/sandbox.py --out benchmarks/results/sandbox.json
+	$(PY) benchmarks/sandbox.py --out benchmarks/results/sandbox.json $(BENCH_SANDBOX_ARGS)
