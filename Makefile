@@ -6,6 +6,8 @@
 #               trace one workload of the suite on the Debian guest (`pysched trace --list`)
 #   make data   regenerate the shipped sample traces in data/ (a few minutes)
 #   make evaluate  every scheduling policy on the shipped traces, 8 cores at 2X (tens of minutes)
+#   make sweep  the example sensitivity sweep (sweeps/example.toml) on a local Dask cluster
+#   make notebook  JupyterLab on notebooks/ from .venv
 PY      := .venv/bin/python
 PYSCHED := .venv/bin/pysched
 RUN_OUT ?= results
@@ -23,7 +25,7 @@ DATA_MEM_WORKLOAD := dss
 DATA_MEM_ARGS := --vcpus 2 --roi-insns 14M --data-accesses --compact 19
 
 .PHONY: setup plugin guest run demo test test-all bench bench-tracer clean bench-models trace \
-	data bench-analysis bench-sandbox evaluate
+	data bench-analysis bench-sandbox evaluate sweep notebook
 
 setup:
 	bash scripts/setup.sh
@@ -75,6 +77,19 @@ evaluate: setup
 	$(PYSCHED) evaluate $(addprefix data/,$(DATA_WORKLOADS)) --policies $(EVAL_POLICIES) \
 	    --cores 8 --load 2 --out $(EVAL_OUT)
 
+# A grid of sandbox runs on Dask (a local cluster on this machine's cores, or
+# SWEEP_ARGS="--scheduler tcp://HOST:8786"); finished points in SWEEP_OUT are kept and skipped.
+SWEEP ?= sweeps/example.toml
+SWEEP_OUT ?= results/sweep
+SWEEP_ARGS ?=
+sweep: setup
+	$(PYSCHED) sweep $(SWEEP) --out $(SWEEP_OUT) $(SWEEP_ARGS)
+
+# JupyterLab from the project's environment (the `notebook` extra, installed on first use).
+notebook: setup
+	@test -x .venv/bin/jupyter-lab || .venv/bin/pip install -q -e '.[test,notebook]'
+	.venv/bin/jupyter-lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
+
 test: plugin guest
 	$(PY) -m pytest -q -m "not slow"
 
@@ -101,5 +116,8 @@ bench-analysis: plugin guest
 
 # The scheduler sandbox: simulated instructions per wall second and peak memory, 8 cores at 4X
 # on the largest shipped trace, and how it grows with twice the work and twice the cores.
+# Also the sweep's points per minute (serial, 1 and 2 Dask workers);
+# BENCH_SANDBOX_ARGS=--sweep-only measures only that and merges it into the JSON.
+BENCH_SANDBOX_ARGS ?=
 bench-sandbox: setup
-	$(PY) benchmarks/sandbox.py --out benchmarks/results/sandbox.json
+	$(PY) benchmarks/sandbox.py --out benchmarks/results/sandbox.json $(BENCH_SANDBOX_ARGS)

@@ -11,7 +11,13 @@ Each point runs in a fresh Python process so that its peak RSS is its own; the t
 segmented and its workload and footprint built in that process (``prepare_s``, not included in
 ``sim_insn_per_s``). numba's compiled kernels come from its on-disk cache after a warm-up.
 
-Usage: ``python benchmarks/sandbox.py --out benchmarks/results/sandbox.json``
+Sweep throughput (issue 15): points per minute of a small sweep (``SWEEP_GRID`` on
+``data/dss-mem``) run serially in one process, on a local Dask cluster of one worker and of
+two, measured in the same run, each in a fresh process and each reading the trace once (per
+process or per worker: that cost is included, as in a real sweep). ``--sweep-only`` measures
+only these and merges their keys into an existing ``--out`` file.
+
+Usage: ``python benchmarks/sandbox.py --out benchmarks/results/sandbox.json [--sweep-only]``
 """
 from __future__ import annotations
 
@@ -53,6 +59,85 @@ print(json.dumps({"prepare_s": t1 - t0, "simulate_s": t2 - t1, "sim_insns": insn
 """
 
 
+#: The benchmark sweep: 6 points of about 6 s each on an idle host (4 cores at 4X keeps the
+#: simulated cores busy), long enough beside the fixed costs (starting the cluster, each worker
+#: reading the trace: about 10 s) for the scaling to show.
+SWEEP_GRID = """
+[[grid]]
+trace = "TRACE"
+policy = ["linux", "schedtask", "slicc"]
+cores = 4
+load = 4
+l1i_kb = [16, 32]
+"""
+
+SWEEP_CHILD = r"""
+import json, sys, time
+from pysched.sweep import load_spec
+spec, out, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+points = load_spec(spec).points
+if mode == "warm-up":  # numba's kernels compiled into its cache, nothing measured
+    points, mode = points[:1], "serial"
+t0 = time.perf_counter()
+if mode == "serial":
+    from pysched.sweep.run import run_point
+    from pysched.sweep.store import ResultStore
+    store = ResultStore(out)
+    for p in points:
+        store.write(p, *run_point(p))
+else:
+    from pysched.sweep.run import run_sweep
+    outcome = run_sweep(points, out, workers=int(mode))
+    assert len(outcome.ran) == len(points) and not outcome.failed, outcome
+wall = time.perf_counter() - t0
+print(json.dumps({"points": len(points), "wall_s": wall, "points_per_min": 60 * len(points) / wall}))
+"""
+
+
+def sweep_throughput(repeats: int = 2) -> dict:
+    """Points per minute of the benchmark sweep: serially, on 1 and on 2 workers.
+
+    The three modes run in turn ``repeats`` times and each keeps its fastest run: the host is
+    shared with other jobs, whose load comes and goes during a measurement."""
+    import tempfile
+    trace = REPO / "data" / "dss-mem"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    res = {}
+    with tempfile.TemporaryDirectory(prefix="bench-sweep-") as tmp:
+        spec = Path(tmp) / "sweep.toml"
+        spec.write_text(SWEEP_GRID.replace("TRACE", str(trace)))
+        load_before = os.getloadavg()
+        runs = ["warm-up"] + ["serial", "1", "2"] * repeats
+        for i, mode in enumerate(runs):
+            out = Path(tmp) / f"out-{i}-{mode}"
+            run = subprocess.run([sys.executable, "-c", SWEEP_CHILD, str(spec), str(out),
+                                  mode],
+                                 capture_output=True, text=True, env=env, check=False)
+            if run.returncode != 0:
+                raise SystemExit(f"sweep benchmark ({mode}) failed:\n{run.stderr}")
+            r = json.loads(run.stdout.strip().splitlines()[-1])
+            print(f"sweep {mode}: {json.dumps(r)}", flush=True)
+            res.setdefault(mode, []).append(r)
+        res = {m: min(v, key=lambda r: r["wall_s"]) for m, v in res.items()}
+        load_after = os.getloadavg()
+    serial, one, two = res["serial"], res["1"], res["2"]
+    return {
+        "sweep_points": serial["points"], "sweep_trace": trace.name,
+        "sweep_points_per_min_serial": serial["points_per_min"],
+        "sweep_points_per_min_1w": one["points_per_min"],
+        "sweep_points_per_min_2w": two["points_per_min"],
+        "sweep_speedup_2w_vs_1w": two["points_per_min"] / one["points_per_min"],
+        "sweep_speedup_2w_vs_serial": two["points_per_min"] / serial["points_per_min"],
+        "sweep_wall_s": {"serial": serial["wall_s"], "1w": one["wall_s"], "2w": two["wall_s"]},
+        "sweep_repeats": repeats,
+        # the host is shared with other jobs: its load average says how much of it we had
+        "sweep_host_loadavg_1min": {"before": load_before[0], "after": load_after[0]},
+        "sweep_note": "fastest of the repeats; wall time includes reading the trace once per "
+                      "process or worker and, for the clusters, starting the local cluster; "
+                      "measured on a 2-core host shared with other jobs (see the load average)",
+    }
+
+
 def largest_trace() -> Path:
     """The shipped trace with the most exec rows."""
     from pysched.trace import open_trace
@@ -84,7 +169,18 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--trace", type=Path, default=None, help="default: the largest in data/")
     ap.add_argument("--policy", default="linux")
+    ap.add_argument("--sweep-only", action="store_true",
+                    help="measure only the sweep throughput; merge its keys into --out")
     args = ap.parse_args()
+    if args.sweep_only:
+        result = json.loads(args.out.read_text()) if args.out.is_file() else {}
+        result.update(sweep_throughput())
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+        print(f"sweep: {result['sweep_points_per_min_serial']:.1f} points/min serially, "
+              f"{result['sweep_points_per_min_1w']:.1f} on 1 worker, "
+              f"{result['sweep_points_per_min_2w']:.1f} on 2")
+        return 0
     trace = args.trace or largest_trace()
     point(trace, args.policy, 2, 1)  # warm-up: compiles numba's kernels into the cache
     main_pt = point(trace, args.policy, 8, 4)
@@ -104,6 +200,7 @@ def main() -> int:
                                  "rss_ratio": doubled_cores["peak_rss_gb"] / main_pt["peak_rss_gb"]},
         },
         "points": [main_pt, doubled_trace, doubled_cores],
+        **sweep_throughput(),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
     }

@@ -19,6 +19,8 @@ _COMMANDS: dict[str, tuple[str, str]] = {
                 "SuperFunctions, breakups, epoch similarity and page heatmaps of traces"),
     "evaluate": ("pysched.evaluation.command",
                  "replay traces under scheduling policies on simulated cores, epoch by epoch"),
+    "sweep": ("pysched.sweep.command",
+              "a grid of sandbox runs (workloads, policies, cores, loads, caches) on Dask"),
 }
 
 

@@ -158,12 +158,14 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
     return pd.DataFrame(epochs), pd.DataFrame(runs)
 
 
-def performance(runs: pd.DataFrame, baseline: str = "linux") -> pd.DataFrame:
+def performance(runs: pd.DataFrame, baseline: str = "linux",
+                keys: Sequence[str] = ("trace", "cores", "load")) -> pd.DataFrame:
     """Per run: the paper's performance (events per second; instruction throughput when the
-    workload has no events) relative to ``baseline`` at the same trace, cores and load."""
+    workload has no events) relative to ``baseline`` at the same ``keys`` (by default the
+    trace, cores and load; a sweep adds its cache geometry)."""
     r = runs.copy()
     r["performance"] = np.where(r["has_events"], r["events_per_s"], r["throughput"])
-    keys = ["trace", "cores", "load"]
+    keys = list(keys)
     base = r[r["policy"] == baseline].set_index(keys)["performance"]
     r["vs_" + baseline] = [row.performance / base.get(tuple(row[k] for k in keys), np.nan) - 1
                            for _, row in r.iterrows()]

@@ -1,0 +1,131 @@
+"""``pysched sweep SWEEP.toml --out DIR``: a grid of sandbox runs on Dask, stored as they finish."""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("spec", type=Path, metavar="SWEEP.toml",
+                   help="sweep file: [[grid]] and [[point]] tables (see sweeps/example.toml)")
+    p.add_argument("--out", type=Path, required=True,
+                   help="results directory; finished points in it are skipped")
+    p.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
+                   help="an existing Dask scheduler (default: a local cluster on this machine)")
+    p.add_argument("--workers", type=_positive_int, default=None,
+                   help="worker processes of the local cluster (default: one per core)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the points and which are finished, run nothing")
+
+
+class _Progress:
+    """A bar on a terminal (tqdm when installed), else a line per finished point."""
+
+    def __init__(self) -> None:
+        self.bar = None
+        self.done = 0
+        self.total = 0
+
+    def start(self, todo: int, before: int, dashboard: str | None) -> None:
+        self.total = todo
+        say(f"{todo + before} points: {todo} to run, {before} finished before")
+        if dashboard:
+            say(f"dashboard: {dashboard}")
+        if todo and sys.stderr.isatty():
+            try:
+                from tqdm import tqdm
+                self.bar = tqdm(total=todo, unit="point", file=sys.stderr)
+            except ImportError:
+                pass
+
+    def point(self, point, error: str | None) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+            if error:
+                self.bar.write(f"[sweep] FAILED {point.label()}: {error}")
+        elif sys.stderr.isatty() and not error:
+            print(f"\r[sweep] {self.done}/{self.total} points", end="", file=sys.stderr,
+                  flush=True)
+        else:
+            state = f"FAILED: {error}" if error else "stored"
+            say(f"{self.done}/{self.total} {point.label()} {state}")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        elif sys.stderr.isatty() and self.total:
+            print(file=sys.stderr)
+
+
+def say(text: str) -> None:
+    print(f"[sweep] {text}", file=sys.stderr, flush=True)
+
+
+def _terminate(signum, frame):
+    # SIGTERM unwinds like Ctrl-C, so the local cluster is shut down on the way out
+    raise KeyboardInterrupt
+
+
+def run(args: argparse.Namespace) -> int:
+    from .spec import SweepSpecError, load_spec
+    try:
+        sweep = load_spec(args.spec)
+    except SweepSpecError as e:
+        print(f"pysched sweep: {e}", file=sys.stderr)
+        return 2
+    out: Path = args.out
+    if out.exists() and not out.is_dir():
+        print(f"pysched sweep: --out {out} exists and is not a directory", file=sys.stderr)
+        return 2
+    from .store import ResultStore
+    if args.dry_run:
+        store = ResultStore(out) if out.is_dir() else None
+        for p in sweep.points:
+            done = store is not None and store.finished(p)
+            print(f"{p.key}  {'finished' if done else 'to run  '}  {p.label()}")
+        return 0
+    store = ResultStore(out)
+    (out / "sweep.toml").write_bytes(args.spec.read_bytes())
+    from .run import run_sweep
+    progress = _Progress()
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        outcome = run_sweep(sweep.points, out, scheduler=args.scheduler, workers=args.workers,
+                            on_start=progress.start, on_done=progress.point)
+    except KeyboardInterrupt:
+        progress.close()
+        n = sum(store.finished(p) for p in sweep.points)
+        print(f"pysched sweep: interrupted; {n} of {len(sweep.points)} points are stored in "
+              f"{out} (run again to finish)", file=sys.stderr)
+        return 130
+    except OSError as e:  # e.g. no scheduler at --scheduler
+        progress.close()
+        print(f"pysched sweep: {e}", file=sys.stderr)
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    progress.close()
+    from .summary import summarise, summary_text
+    table = summarise(store.read(list(sweep.points), kind="runs"))
+    table.to_csv(out / "summary.csv", index=False)
+    text = summary_text(table)
+    (out / "summary.md").write_text(f"# Sweep {args.spec}\n\n{text}\n")
+    print(text)
+    if outcome.failed:
+        print(f"pysched sweep: {len(outcome.failed)} point(s) failed (see above); the others "
+              f"are stored in {out}", file=sys.stderr)
+        return 1
+    return 0

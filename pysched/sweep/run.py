@@ -1,0 +1,192 @@
+"""Run a sweep's points on Dask distributed and store each as it finishes.
+
+Workers run :func:`run_point`: the point's trace is prepared (segmented, its workload and
+footprint built) the first time a worker process meets it and kept in that process
+(:func:`cached_trace`), so a trace is read once per worker and never shipped with a task; only
+the point (a few hundred bytes) goes out and its per-epoch rows come back. The client writes
+each point's files as its future completes (:class:`~.store.ResultStore`), so an interrupted
+sweep loses only the points in flight, and a re-run skips finished points.
+
+A worker that dies mid-run (killed, out of memory) is restarted by its nanny and the scheduler
+re-runs its tasks elsewhere (up to ``distributed.scheduler.allowed-failures`` deaths per task);
+each point is stored once, from its one completed future.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+import pandas as pd
+
+from .spec import Point
+from .store import ResultStore
+
+#: Prepared traces a worker keeps (least recently used dropped first): points are submitted
+#: grouped by trace, so a small cache reads each trace once while bounding memory.
+TRACE_CACHE = int(os.environ.get("PYSCHED_SWEEP_TRACE_CACHE", "3"))
+
+_TRACES: OrderedDict[str, object] = OrderedDict()
+#: Trace paths this process prepared, in order (what "read once per worker" is checked on).
+PREPARED: list[str] = []
+
+
+def cached_trace(path: str):
+    """The :class:`~pysched.evaluation.runner.PreparedTrace` of ``path``, prepared at most once
+    per process while it stays among the :data:`TRACE_CACHE` most recently used."""
+    from pysched.evaluation.runner import prepare
+    t = _TRACES.pop(path, None)
+    if t is None:
+        t = prepare(path)
+        PREPARED.append(path)
+    _TRACES[path] = t
+    while len(_TRACES) > max(TRACE_CACHE, 1):
+        _TRACES.popitem(last=False)
+    return t
+
+
+def prepared_traces() -> list[str]:
+    """The trace paths this process prepared, in order (run on workers with
+    ``client.run(prepared_traces)``)."""
+    return list(PREPARED)
+
+
+def _with_point(frame: pd.DataFrame, point: Point) -> pd.DataFrame:
+    cols = point.columns()
+    rest = frame.drop(columns=[c for c in cols if c in frame.columns])
+    head = pd.DataFrame({k: [v] * len(frame) for k, v in cols.items()}, index=frame.index)
+    # one dtype whatever the policy, so that every point's file has the same schema
+    head["heatmap_bits"] = head["heatmap_bits"].astype("Int64")
+    return pd.concat([head, rest], axis=1)
+
+
+def run_point(point: Point) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run one point through :func:`pysched.evaluation.runner.evaluate`.
+
+    Returns
+    -------
+    (epochs, runs) : tuple of DataFrame
+        The runner's frames with every parameter of the point as a column (see
+        :meth:`Point.columns`).
+    """
+    from pysched.evaluation.runner import evaluate
+    t = cached_trace(point.trace)
+    epochs, runs = evaluate([t], [point.policy], [point.cores], [point.load],
+                            base=point.machine, config={"epoch_s": point.epoch_ms / 1e3})
+    return _with_point(epochs, point), _with_point(runs, point)
+
+
+@dataclass
+class SweepOutcome:
+    """What a call of :func:`run_sweep` did."""
+
+    ran: list[Point] = field(default_factory=list)
+    skipped: list[Point] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    dashboard: str | None = None
+
+
+@contextlib.contextmanager
+def connect(scheduler: str | None = None, workers: int | None = None
+            ) -> Iterator[object]:
+    """A Dask client: to ``scheduler`` (``tcp://HOST:8786``) or, by default, to a new
+    ``LocalCluster`` of ``workers`` processes (default: this machine's cores), one thread each
+    (the sandbox is single-threaded Python and numba). The local cluster is closed on exit,
+    also on an exception or an interrupt, so nothing is left running."""
+    from distributed import Client, LocalCluster
+    if scheduler is not None:
+        with Client(scheduler) as client:
+            yield client
+        return
+    n = workers or os.cpu_count() or 1
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True) as cluster, \
+            Client(cluster) as client:
+        yield client
+
+
+def dashboard_link(client) -> str | None:
+    """The dashboard's address, when the dashboard runs (it needs ``bokeh``)."""
+    try:
+        import bokeh  # noqa: F401
+    except ImportError:
+        return None
+    return getattr(client, "dashboard_link", None)
+
+
+def run_sweep(points: Sequence[Point], out: str | Path, client=None,
+              scheduler: str | None = None, workers: int | None = None,
+              on_start: Callable[[int, int, str | None], None] | None = None,
+              on_done: Callable[[Point, str | None], None] | None = None) -> SweepOutcome:
+    """Run every point of ``points`` not yet finished in ``out``, storing each as it finishes.
+
+    Parameters
+    ----------
+    points : sequence of Point
+        From :func:`~.spec.load_spec` (``Sweep.points``).
+    out : path
+        Results directory (:mod:`.store`); created when missing.
+    client : distributed.Client, optional
+        Use this client (left open); otherwise :func:`connect` with ``scheduler`` and
+        ``workers``.
+    on_start : callable, optional
+        ``on_start(to_run, finished_before, dashboard_link)`` once connected.
+    on_done : callable, optional
+        ``on_done(point, error)`` after each point (``error`` None when it was stored).
+
+    Returns
+    -------
+    SweepOutcome
+    """
+    store = ResultStore(out)
+    store.remove_temporaries()
+    outcome = SweepOutcome()
+    todo = []
+    for p in points:
+        (outcome.skipped if store.finished(p) else todo).append(p)
+    if not todo:
+        if on_start is not None:
+            on_start(0, len(outcome.skipped), None)
+        return outcome
+    ctx = contextlib.nullcontext(client) if client is not None else connect(scheduler, workers)
+    with ctx as c:
+        outcome.dashboard = dashboard_link(c)
+        if on_start is not None:
+            on_start(len(todo), len(outcome.skipped), outcome.dashboard)
+        _gather(c, todo, store, outcome, on_done)
+    return outcome
+
+
+def _gather(client, todo: list[Point], store: ResultStore, outcome: SweepOutcome,
+            on_done: Callable[[Point, str | None], None] | None) -> None:
+    from distributed import as_completed
+    by_key = {}
+    futures = []
+    for p in todo:  # submission order is Dask's default priority: grouped by trace
+        f = client.submit(run_point, p, key=f"pysched-point-{p.key}", pure=False)
+        by_key[f.key] = p
+        futures.append(f)
+    try:
+        for f in as_completed(futures):
+            p = by_key[f.key]
+            err = None
+            try:
+                epochs, runs = f.result()
+            except Exception as e:  # a point that fails is reported; the others go on
+                err = f"{type(e).__name__}: {e}"
+                outcome.failed[p.key] = err
+            else:
+                store.write(p, epochs, runs)
+                outcome.ran.append(p)
+            f.release()
+            if on_done is not None:
+                on_done(p, err)
+    finally:
+        # interrupted: nothing of ours stays queued on a shared cluster
+        client.cancel([f for f in futures if not f.done()])
+
+
+__all__ = ["PREPARED", "SweepOutcome", "cached_trace", "connect", "dashboard_link",
+           "prepared_traces", "run_point", "run_sweep"]
