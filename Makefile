@@ -6,6 +6,8 @@
 #               trace one workload of the suite on the Debian guest (`pysched trace --list`)
 #   make data   regenerate the shipped sample traces in data/ (a few minutes)
 #   make evaluate  every scheduling policy on the shipped traces, 8 cores at 2X (tens of minutes)
+#   make evaluate-paper  the study beside the SchedTask paper: every policy at 1X..8X, stealing
+#               and heatmap variants, on the eight shipped workloads (hours; resumes by part)
 PY      := .venv/bin/python
 PYSCHED := .venv/bin/pysched
 RUN_OUT ?= results
@@ -15,7 +17,7 @@ TRACE_OUT ?= out/$(WORKLOAD)
 TRACE_ARGS ?=
 # The shipped traces: each vCPU at least 20 epochs of 6 M instructions (125 M > 120 M), exec
 # parts re-encoded at zstd 19 to stay under 25 MB a trace.
-DATA_WORKLOADS := find apache filesrv dss
+DATA_WORKLOADS := find iscp oscp apache dss filesrv mailsrv oltp
 DATA_ARGS := --vcpus 2 --roi-insns 130M --compact 19
 # One short trace with data accesses (the mem table, about 0.54 byte an instruction) for the
 # cache models' d-cache side and benchmark: 14 M instructions a vCPU keep it under 20 MB.
@@ -23,7 +25,7 @@ DATA_MEM_WORKLOAD := dss
 DATA_MEM_ARGS := --vcpus 2 --roi-insns 14M --data-accesses --compact 19
 
 .PHONY: setup plugin guest run demo test test-all bench bench-tracer clean bench-models trace \
-	data bench-analysis bench-sandbox evaluate
+	data bench-analysis bench-sandbox evaluate evaluate-paper
 
 setup:
 	bash scripts/setup.sh
@@ -74,6 +76,32 @@ evaluate: setup
 	rm -rf $(EVAL_OUT)
 	$(PYSCHED) evaluate $(addprefix data/,$(DATA_WORKLOADS)) --policies $(EVAL_POLICIES) \
 	    --cores 8 --load 2 --out $(EVAL_OUT)
+
+# The study beside the SchedTask paper (section 6, Table 4, Figs 7-11): per workload, one part
+# at 2X with every policy and SchedTask's stealing (Fig 9) and Page-heatmap (Fig 11) variants,
+# then one part at the other loads; each part is a `pysched evaluate` directory, finished or
+# absent, so an interrupted study resumes where it stopped (`make -j2` runs two parts at once).
+# pysched.evaluation.study then writes the combined summary beside the paper's figures.
+PAPER_OUT ?= results/paper
+PAPER_CORES ?= 8
+PAPER_LOADS ?= 1,4,8
+PAPER_VARIANTS ?= schedtask:stealing=none,schedtask:stealing=same,\
+	schedtask:heatmap_bits=128,schedtask:heatmap_bits=256,schedtask:heatmap_bits=1024,\
+	schedtask:heatmap_bits=2048
+PAPER_PARTS := $(foreach w,$(DATA_WORKLOADS),$(PAPER_OUT)/parts/$(w)-2x/runs.csv) \
+	$(foreach w,$(DATA_WORKLOADS),$(PAPER_OUT)/parts/$(w)-loads/runs.csv)
+evaluate-paper: $(PAPER_PARTS)
+	$(PY) -m pysched.evaluation.study $(PAPER_OUT)/parts/* --out $(PAPER_OUT)
+
+$(PAPER_OUT)/parts/%-2x/runs.csv:
+	@mkdir -p $(PAPER_OUT)/logs && rm -rf $(@D)
+	$(PYSCHED) evaluate data/$* --policies $(EVAL_POLICIES),$(subst $(eval) ,,$(PAPER_VARIANTS)) \
+	    --cores $(PAPER_CORES) --load 2 --out $(@D) > $(PAPER_OUT)/logs/$*-2x.log 2>&1
+
+$(PAPER_OUT)/parts/%-loads/runs.csv:
+	@mkdir -p $(PAPER_OUT)/logs && rm -rf $(@D)
+	$(PYSCHED) evaluate data/$* --policies $(EVAL_POLICIES) --cores $(PAPER_CORES) \
+	    --load $(PAPER_LOADS) --out $(@D) > $(PAPER_OUT)/logs/$*-loads.log 2>&1
 
 test: plugin guest
 	$(PY) -m pytest -q -m "not slow"

@@ -57,14 +57,25 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
                      "own schedule (released at their traced time), so a policy cannot make "
                      "them wake sooner.")
         lines.append("")
+    from .paper import comparison_markdown
+    beside = comparison_markdown(runs, baseline)
+    if beside:
+        lines.append(beside)
     return "\n".join(lines)
 
 
 def write(out: Path, epochs: pd.DataFrame, runs: pd.DataFrame, baseline: str = "linux") -> None:
-    """Write ``epochs.parquet``, ``runs.csv``, ``summary.md`` and ``epochs.png`` into ``out``."""
+    """Write ``epochs.parquet``, ``runs.csv``, ``summary.md`` and ``epochs.png`` into ``out``,
+    and ``paper-<cores>cores.png`` (Fig 7 and Table 4 beside the paper's) for each core count
+    that has 2X runs of the paper's techniques and ``baseline``."""
     out.mkdir(parents=True, exist_ok=True)
     epochs.to_parquet(out / "epochs.parquet", index=False)
     runs.to_csv(out / "runs.csv", index=False)
     (out / "summary.md").write_text(summary_markdown(runs, baseline) + "\n")
-    from pysched.plots.sandbox import plot_epochs
+    from pysched.plots.sandbox import plot_epochs, plot_paper
     plot_epochs(epochs, out / "epochs.png")
+    if baseline in set(runs["policy"]):
+        from .paper import with_changes
+        r = with_changes(runs, baseline)
+        for cores in sorted(set(r["cores"])):  # Fig 7 and Table 4 beside the paper's
+            plot_paper(r, out / f"paper-{cores}cores.png", cores)
