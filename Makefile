@@ -77,31 +77,33 @@ evaluate: setup
 	$(PYSCHED) evaluate $(addprefix data/,$(DATA_WORKLOADS)) --policies $(EVAL_POLICIES) \
 	    --cores 8 --load 2 --out $(EVAL_OUT)
 
-# The study beside the SchedTask paper (section 6, Table 4, Figs 7-11): per workload, one part
-# at 2X with every policy and SchedTask's stealing (Fig 9) and Page-heatmap (Fig 11) variants,
-# then one part at the other loads; each part is a `pysched evaluate` directory, finished or
-# absent, so an interrupted study resumes where it stopped (`make -j2` runs two parts at once).
-# pysched.evaluation.study then writes the combined summary beside the paper's figures.
+# The study beside the SchedTask paper (section 6, Table 4, Figs 7-11), in parts that are each
+# a `pysched evaluate` directory, finished or absent, so an interrupted study resumes where it
+# stopped (`make -j2` runs two parts at once). Per workload, in this order over all workloads:
+# every policy at 2X (Fig 7, 8, 10), SchedTask's stealing (Fig 9) and Page-heatmap (Fig 11)
+# variants at 2X, every policy at the other loads (Table 4). pysched.evaluation.study then
+# writes the combined summary beside the paper's figures.
 PAPER_OUT ?= results/paper
 PAPER_CORES ?= 8
 PAPER_LOADS ?= 1,4,8
 PAPER_VARIANTS ?= schedtask:stealing=none,schedtask:stealing=same,\
 	schedtask:heatmap_bits=128,schedtask:heatmap_bits=256,schedtask:heatmap_bits=1024,\
 	schedtask:heatmap_bits=2048
-PAPER_PARTS := $(foreach w,$(DATA_WORKLOADS),$(PAPER_OUT)/parts/$(w)-2x/runs.csv) \
-	$(foreach w,$(DATA_WORKLOADS),$(PAPER_OUT)/parts/$(w)-loads/runs.csv)
+PAPER_PARTS := $(foreach p,2x variants loads,\
+	$(foreach w,$(DATA_WORKLOADS),$(PAPER_OUT)/parts/$(w)-$(p)/runs.csv))
 evaluate-paper: $(PAPER_PARTS)
 	$(PY) -m pysched.evaluation.study $(PAPER_OUT)/parts/* --out $(PAPER_OUT)
 
+PAPER_EVAL = @mkdir -p $(PAPER_OUT)/logs && rm -rf $(@D) && \
+	$(PYSCHED) evaluate data/$* --cores $(PAPER_CORES) --out $(@D)
 $(PAPER_OUT)/parts/%-2x/runs.csv:
-	@mkdir -p $(PAPER_OUT)/logs && rm -rf $(@D)
-	$(PYSCHED) evaluate data/$* --policies $(EVAL_POLICIES),$(subst $(eval) ,,$(PAPER_VARIANTS)) \
-	    --cores $(PAPER_CORES) --load 2 --out $(@D) > $(PAPER_OUT)/logs/$*-2x.log 2>&1
-
+	$(PAPER_EVAL) --policies $(EVAL_POLICIES) --load 2 > $(PAPER_OUT)/logs/$*-2x.log 2>&1
+$(PAPER_OUT)/parts/%-variants/runs.csv:
+	$(PAPER_EVAL) --policies $(subst $(eval) ,,$(PAPER_VARIANTS)) --load 2 \
+	    > $(PAPER_OUT)/logs/$*-variants.log 2>&1
 $(PAPER_OUT)/parts/%-loads/runs.csv:
-	@mkdir -p $(PAPER_OUT)/logs && rm -rf $(@D)
-	$(PYSCHED) evaluate data/$* --policies $(EVAL_POLICIES) --cores $(PAPER_CORES) \
-	    --load $(PAPER_LOADS) --out $(@D) > $(PAPER_OUT)/logs/$*-loads.log 2>&1
+	$(PAPER_EVAL) --policies $(EVAL_POLICIES) --load $(PAPER_LOADS) \
+	    > $(PAPER_OUT)/logs/$*-loads.log 2>&1
 
 test: plugin guest
 	$(PY) -m pytest -q -m "not slow"
