@@ -1,5 +1,6 @@
 # pysched: full-system traces of Linux guests for OS-scheduler studies.
-#   make run    set everything up, then analyse the shipped traces in data/ into results/
+#   make run    set everything up, analyse the shipped traces in data/ into results/, then a
+#               short evaluation of the scheduling policies on them (results/sandbox/)
 #   make test   set everything up, then run the test suite (what CI runs)
 #   make demo   trace a demo command on the busybox test guest and check the trace
 #   make trace WORKLOAD=find [TRACE_OUT=out/find] [TRACE_ARGS="--roi-insns 150M"]
@@ -57,10 +58,16 @@ data: plugin guest
 	du -sh data/$(DATA_MEM_WORKLOAD)-mem
 
 # The main job: SuperFunctions, breakups, epoch similarity and page heatmaps of every shipped
-# trace, with the paper's figures beside ours (results/summary.md).
+# trace, with the paper's figures beside ours (results/summary.md); then a short evaluation of
+# SchedTask and its baselines against linux on the same traces, 8 cores at 2X, each run a
+# window of its first 10 epochs (results/sandbox/summary.md, beside the paper's section 6).
+RUN_EVAL_ARGS ?= --cores 8 --load 2 --epochs 10
 run: plugin guest
 	rm -rf $(RUN_OUT)
 	$(PYSCHED) analyse --data data --out $(RUN_OUT)
+	$(PYSCHED) evaluate $(addprefix data/,$(DATA_WORKLOADS)) --policies $(EVAL_POLICIES) \
+	    $(RUN_EVAL_ARGS) --out $(RUN_OUT)/sandbox > /dev/null
+	@echo "make run: results in $(RUN_OUT)/summary.md and $(RUN_OUT)/sandbox/summary.md"
 
 demo: plugin guest
 	rm -rf $(DEMO_OUT)

@@ -163,3 +163,30 @@ def test_evaluate_collects_what_schedtask_decided():
     assert d["first_core"].min() >= 0 and d["last_core"].max() <= 1
     for _, g in d.groupby("epoch"):
         assert set(range(2)) <= set(range(g["first_core"].min(), g["last_core"].max() + 1))
+
+
+def test_a_window_is_the_first_epochs_of_the_whole_run():
+    from sandbox_factory import FIRST, START, tiny
+    from test_sandbox import machine
+
+    from pysched.policies import get_policy
+    from pysched.sandbox import SandboxConfig, simulate
+    threads = [[(0, 40, 0, FIRST)] + [(0, 3000, 1 + t % 2, START), (0, 40, 0, START)] * 40
+               for t in range(4)]
+    w, fp = tiny(threads, ntypes=3)
+    cfg = dict(machine=machine(2), epoch_s=2e-5, max_chunk=1000)
+    whole = simulate(w, fp, get_policy("schedtask"), SandboxConfig(**cfg))
+    part = simulate(w, fp, get_policy("schedtask"), SandboxConfig(**cfg, max_epochs=3))
+    assert whole.complete and not part.complete and len(whole.epochs) > 3
+    assert len(part.epochs) == 3
+    for a, b in zip(part.epochs, whole.epochs):  # the same replay, stopped
+        assert a.instructions.tolist() == b.instructions.tolist()
+        assert a.elapsed_s == b.elapsed_s and a.migrations.tolist() == b.migrations.tolist()
+    assert part.total.instructions.sum() < whole.total.instructions.sum()
+    with pytest.raises(ValueError, match="max_epochs"):
+        SandboxConfig(**cfg, max_epochs=0)
+
+
+def test_bad_epochs_is_named(tmp_path):
+    r = evaluate(str(DATA / "dss-mem"), "--out", str(tmp_path / "o"), "--epochs", "0")
+    assert r.returncode == 2 and "--epochs" in r.stderr and "positive" in r.stderr

@@ -51,6 +51,12 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
             e = EVENTS[name]
             lines.append(f"- **{name}**: {e.what}: {e.note}.")
         lines.append("")
+    if "complete" in runs and not runs["complete"].astype(bool).all():
+        n = sorted(set(runs.loc[~runs["complete"].astype(bool), "epochs"]))
+        lines.append(f"Runs stopped after {', '.join(map(str, n))} epochs (`--epochs`): their "
+                     "measures are those of that window of the replay, not of the whole "
+                     "workload; their instructions are what ran in it.")
+        lines.append("")
     deps = sorted(set(runs.get("dependencies", pd.Series(dtype=str))))
     if "traced-time" in deps:
         lines.append("Traces without a `wakeups` table replay blocked threads on the trace's "

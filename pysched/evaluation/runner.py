@@ -107,7 +107,8 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
     """Every (trace, policy, cores, load) point; returns (epochs, runs) frames.
 
     ``config`` holds extra :class:`SandboxConfig` fields (``epoch_s``, ``max_chunk``,
-    ``switch_cycles``). Each run row has the totals and ``wall_s``, the replay's wall time.
+    ``switch_cycles``, ``max_epochs``: a window; the run rows' ``complete`` is False when it
+    left work undone). Each run row has the totals and ``wall_s``, the replay's wall time.
     ``progress`` gets a line per finished run; ``run_progress(label, done, total)`` is called
     at every epoch of a run with the items finished so far. ``decisions``, when given, gets
     one frame per run whose policy recorded what it decided
@@ -150,6 +151,7 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
                     runs.append({**key, **stats_row(res.total, t.app_classes),
                                  "epochs": len(res.epochs), "has_events": t.events is not None,
                                  "forced_releases": res.forced_releases,
+                                 "complete": res.complete,
                                  "dependencies": t.meta.get("dependencies", ""),
                                  "wall_s": wall})
                     say(f"{t.name} {p} cores={ncores} load={k}: "
