@@ -190,3 +190,15 @@ def test_a_window_is_the_first_epochs_of_the_whole_run():
 def test_bad_epochs_is_named(tmp_path):
     r = evaluate(str(DATA / "dss-mem"), "--out", str(tmp_path / "o"), "--epochs", "0")
     assert r.returncode == 2 and "--epochs" in r.stderr and "positive" in r.stderr
+
+
+def test_arrival_bound_traces_are_named():
+    from pysched.evaluation.paper import arrival_bound, comparison_markdown, last_interrupt_s
+    runs = _runs({"schedtask": {"apache": 0.0, "find": -0.1}})
+    runs["last_irq_s"] = np.where(runs["trace"] == "find", 0.00999, 0.005)
+    assert arrival_bound(runs) == ["find"]  # linux's 10 ms run ends with find's last arrival
+    assert "**Arrival-bound traces (measured here).** find:" in comparison_markdown(runs)
+    assert arrival_bound(runs.drop(columns="last_irq_s")) == []
+    # the last interrupt of a shipped trace lies within its region (130 M instructions a vCPU
+    # at 2 G instructions per second: 65 ms)
+    assert 0.05 < last_interrupt_s(DATA / "oscp") <= 0.065

@@ -51,8 +51,10 @@ def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | 
     say(f"{path}: {len(w)} items of {w.ntasks} threads ({w.dependencies}); reading accesses")
     fp = build_footprint(trace, w.vcpus, line=line)
     app = np.flatnonzero(w.type_category == int(Category.APPLICATION))
+    from .paper import last_interrupt_s
     return PreparedTrace(Path(path).name, str(path), w, fp, event_items(w, name), app,
-                         w.total_insns, {"workload": name, "dependencies": w.dependencies})
+                         w.total_insns, {"workload": name, "dependencies": w.dependencies,
+                                         "last_irq_s": last_interrupt_s(trace)})
 
 
 def machine(cores: int, base: MachineConfig | None = None) -> MachineConfig:
@@ -152,6 +154,7 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
                                  "epochs": len(res.epochs), "has_events": t.events is not None,
                                  "forced_releases": res.forced_releases,
                                  "complete": res.complete,
+                                 "last_irq_s": t.meta.get("last_irq_s", float("nan")),
                                  "dependencies": t.meta.get("dependencies", ""),
                                  "wall_s": wall})
                     say(f"{t.name} {p} cores={ncores} load={k}: "

@@ -39,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
                                  description=__doc__.splitlines()[0])
     ap.add_argument("parts", nargs="+", type=Path, help="finished `pysched evaluate` outputs")
     ap.add_argument("--out", type=Path, required=True, help="where to write the combination")
+    ap.add_argument("--data", type=Path, default=Path("data"),
+                    help="where the parts' traces are, by name (default data)")
     args = ap.parse_args(argv)
     epochs, runs, skipped = read_parts(args.parts)
     for d in skipped:
@@ -46,6 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     if runs.empty:
         print("study: no finished part", file=sys.stderr)
         return 2
+    if "last_irq_s" not in runs:  # parts from before runs had it: read it from the traces
+        runs["last_irq_s"] = float("nan")
+    from .paper import last_interrupt_s
+    for name in runs.loc[runs["last_irq_s"].isna(), "trace"].unique():
+        if (args.data / name / "manifest.json").is_file():
+            runs.loc[runs["trace"] == name, "last_irq_s"] = last_interrupt_s(args.data / name)
     from .report import write
     write(args.out, epochs, runs)
     print(f"study: {len(runs)} runs of {runs['trace'].nunique()} traces -> {args.out}",
