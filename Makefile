@@ -1,5 +1,6 @@
 # pysched: full-system traces of Linux guests for OS-scheduler studies.
-#   make run    set everything up, then analyse the shipped traces in data/ into results/
+#   make run    set everything up, analyse the shipped traces in data/ into results/, then a
+#               short evaluation of the scheduling policies on them (results/sandbox/)
 #   make test   set everything up, then run the test suite (what CI runs)
 #   make demo   trace a demo command on the busybox test guest and check the trace
 #   make trace WORKLOAD=find [TRACE_OUT=out/find] [TRACE_ARGS="--roi-insns 150M"]
@@ -8,6 +9,8 @@
 #   make evaluate  every scheduling policy on the shipped traces, 8 cores at 2X (tens of minutes)
 #   make sweep  the example sensitivity sweep (sweeps/example.toml) on a local Dask cluster
 #   make notebook  JupyterLab on notebooks/ from .venv
+#   make evaluate-paper  the study beside the SchedTask paper: every policy at 1X..8X, stealing
+#               and heatmap variants, on the eight shipped workloads (hours; resumes by part)
 PY      := .venv/bin/python
 PYSCHED := .venv/bin/pysched
 RUN_OUT ?= results
@@ -17,7 +20,7 @@ TRACE_OUT ?= out/$(WORKLOAD)
 TRACE_ARGS ?=
 # The shipped traces: each vCPU at least 20 epochs of 6 M instructions (125 M > 120 M), exec
 # parts re-encoded at zstd 19 to stay under 25 MB a trace.
-DATA_WORKLOADS := find apache filesrv dss
+DATA_WORKLOADS := find iscp oscp apache dss filesrv mailsrv oltp
 DATA_ARGS := --vcpus 2 --roi-insns 130M --compact 19
 # One short trace with data accesses (the mem table, about 0.54 byte an instruction) for the
 # cache models' d-cache side and benchmark: 14 M instructions a vCPU keep it under 20 MB.
@@ -25,7 +28,7 @@ DATA_MEM_WORKLOAD := dss
 DATA_MEM_ARGS := --vcpus 2 --roi-insns 14M --data-accesses --compact 19
 
 .PHONY: setup plugin guest run demo test test-all bench bench-tracer clean bench-models trace \
-	data bench-analysis bench-sandbox evaluate sweep notebook
+	data bench-analysis bench-sandbox evaluate sweep notebook evaluate-paper
 
 setup:
 	bash scripts/setup.sh
@@ -57,10 +60,16 @@ data: plugin guest
 	du -sh data/$(DATA_MEM_WORKLOAD)-mem
 
 # The main job: SuperFunctions, breakups, epoch similarity and page heatmaps of every shipped
-# trace, with the paper's figures beside ours (results/summary.md).
+# trace, with the paper's figures beside ours (results/summary.md); then a short evaluation of
+# SchedTask and its baselines against linux on the same traces, 8 cores at 2X, each run a
+# window of its first 10 epochs (results/sandbox/summary.md, beside the paper's section 6).
+RUN_EVAL_ARGS ?= --cores 8 --load 2 --epochs 10
 run: plugin guest
 	rm -rf $(RUN_OUT)
 	$(PYSCHED) analyse --data data --out $(RUN_OUT)
+	$(PYSCHED) evaluate $(addprefix data/,$(DATA_WORKLOADS)) --policies $(EVAL_POLICIES) \
+	    $(RUN_EVAL_ARGS) --out $(RUN_OUT)/sandbox > /dev/null
+	@echo "make run: results in $(RUN_OUT)/summary.md and $(RUN_OUT)/sandbox/summary.md"
 
 demo: plugin guest
 	rm -rf $(DEMO_OUT)
@@ -89,6 +98,33 @@ sweep: setup
 notebook: setup
 	@test -x .venv/bin/jupyter-lab || .venv/bin/pip install -q -e '.[test,notebook]'
 	.venv/bin/jupyter-lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
+# The study beside the SchedTask paper (section 6, Table 4, Figs 7-11), in parts that are each
+# a `pysched evaluate` directory, finished or absent, so an interrupted study resumes where it
+# stopped (`make -j2` runs two parts at once). Per workload, in this order over all workloads:
+# every policy at 2X (Fig 7, 8, 10), SchedTask's stealing (Fig 9) and Page-heatmap (Fig 11)
+# variants at 2X, every policy at the other loads (Table 4). pysched.evaluation.study then
+# writes the combined summary beside the paper's figures.
+PAPER_OUT ?= results/paper
+PAPER_CORES ?= 8
+PAPER_LOADS ?= 1,4,8
+PAPER_VARIANTS ?= schedtask:stealing=none,schedtask:stealing=same,\
+	schedtask:heatmap_bits=128,schedtask:heatmap_bits=256,schedtask:heatmap_bits=1024,\
+	schedtask:heatmap_bits=2048
+PAPER_PARTS := $(foreach p,2x variants loads,\
+	$(foreach w,$(DATA_WORKLOADS),$(PAPER_OUT)/parts/$(w)-$(p)/runs.csv))
+evaluate-paper: $(PAPER_PARTS)
+	$(PY) -m pysched.evaluation.study $(PAPER_OUT)/parts/* --out $(PAPER_OUT)
+
+PAPER_EVAL = @mkdir -p $(PAPER_OUT)/logs && rm -rf $(@D) && \
+	$(PYSCHED) evaluate data/$* --cores $(PAPER_CORES) --out $(@D)
+$(PAPER_OUT)/parts/%-2x/runs.csv:
+	$(PAPER_EVAL) --policies $(EVAL_POLICIES) --load 2 > $(PAPER_OUT)/logs/$*-2x.log 2>&1
+$(PAPER_OUT)/parts/%-variants/runs.csv:
+	$(PAPER_EVAL) --policies $(subst $(eval) ,,$(PAPER_VARIANTS)) --load 2 \
+	    > $(PAPER_OUT)/logs/$*-variants.log 2>&1
+$(PAPER_OUT)/parts/%-loads/runs.csv:
+	$(PAPER_EVAL) --policies $(EVAL_POLICIES) --load $(PAPER_LOADS) \
+	    > $(PAPER_OUT)/logs/$*-loads.log 2>&1
 
 test: plugin guest
 	$(PY) -m pytest -q -m "not slow"

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -54,8 +55,9 @@ def test_a_small_evaluation_is_written_whole(tmp_path):
     r = evaluate(str(DATA / "dss-mem"), "--policies", "linux,schedtask", "--cores", "2",
                  "--load", "1,2", "--out", str(out))
     assert r.returncode == 0, r.stderr
+    # Fig 7 / Table 4 beside the paper's, for the one core count that has linux runs
     assert {p.name for p in out.iterdir()} == {"epochs.parquet", "runs.csv", "summary.md",
-                                                "epochs.png"}
+                                                "epochs.png", "paper-2cores.png"}
     runs = pd.read_csv(out / "runs.csv")
     assert len(runs) == 4 and set(runs["policy"]) == {"linux", "schedtask"}
     # every copy's every instruction ran: load 2 doubles the work
@@ -67,3 +69,140 @@ def test_a_small_evaluation_is_written_whole(tmp_path):
         runs.set_index(["policy", "load"])["instructions"].sort_index().tolist()
     assert "2 cores, load 2X" in (out / "summary.md").read_text()
     assert not list(tmp_path.glob(".eval.partial-*"))
+
+
+# --- beside the paper (pysched.evaluation.paper) and the study in parts ---------------------
+
+def _runs(changes: dict[str, dict[str, float]], loads=(1, 2), cores: int = 8) -> pd.DataFrame:
+    """Synthetic run rows: per policy, its throughput ratio to linux per workload."""
+    rows = []
+    for load in loads:
+        for wl in ("apache", "find"):
+            for pol, ch in {"linux": {"apache": 0.0, "find": 0.0}, **changes}.items():
+                ratio = 1 + ch[wl]
+                rows.append({"trace": wl, "workload": wl, "policy": pol, "cores": cores,
+                             "load": load, "has_events": True, "events": 100,
+                             "events_per_s": 1000.0 * ratio, "throughput": 2e9 * ratio,
+                             "instructions": 10**9, "migrations": 50 if pol == "linux" else 500,
+                             "idle_fraction": 0.1, "icache_app": 0.9, "icache_os": 0.8,
+                             "dcache_app": 0.95, "dcache_os": 0.9, "fairness": 0.9,
+                             "irq_latency_mean_s": 1e-6, "elapsed_s": 0.01, "wall_s": 1.0,
+                             "busy_s": 0.04 / ratio})
+    return pd.DataFrame(rows)
+
+
+def test_geomean_change_is_the_geometric_mean_of_ratios():
+    from pysched.evaluation.paper import geomean_change
+    assert geomean_change([0.1, -0.1]) == pytest.approx((1.1 * 0.9) ** 0.5 - 1)
+    assert geomean_change([0.21, 0.21]) == pytest.approx(0.21)
+    assert np.isnan(geomean_change([])) and np.isnan(geomean_change([0.5, -1.0]))
+
+
+def test_the_summary_sets_ours_beside_the_papers_figures():
+    from pysched.evaluation.paper import comparison_markdown
+    from pysched.evaluation.report import summary_markdown
+    runs = _runs({"schedtask": {"apache": 0.21, "find": 0.21},
+                  "slicc": {"apache": 0.1, "find": -0.1},
+                  "schedtask:stealing=none": {"apache": 0.0, "find": 0.0},
+                  "schedtask:heatmap_bits=128": {"apache": 0.05, "find": 0.05}})
+    md = comparison_markdown(runs)
+    assert md in summary_markdown(runs)
+    fig7 = md.split("### Fig 7")[1].split("###")[0]
+    # ours (geomean of the two workloads) beside the paper's Fig 7 geomeans
+    assert "| schedtask | +21.0 | +22.8 |" in fig7
+    assert f"| slicc | {100 * ((1.1 * 0.9) ** 0.5 - 1):+.1f} | +11.4 |" in fig7
+    # and per busy core-second (same instructions in 1/ratio of the busy time)
+    assert fig7.count("| schedtask | +21.0 | +21.0 | +21.0 |") == 2 and "busy core-second" in fig7
+    # Table 4 at 2X: ours, then the paper's row for the same workloads (Apache 39, Find 8)
+    t4 = md.split("### Table 4, 2X, 8 cores")[1].split("###")[0]
+    assert "| schedtask | +21.0 | +21.0 | +21.0 |" in t4
+    assert "| paper: SchedTask | +8.0 | +39.0 | +23.0 |" in t4
+    assert "| paper: SLICC | 5.0 | 5.0 | 5.0 |" in t4  # idle: Find 5, Apache 5, mean 5
+    assert "Appendix" not in t4 and "appendix's Table 4 at 8 cores" in t4
+    assert "### Fig 9" in md and "`schedtask:stealing=none` | +0.0" in md
+    assert "### Fig 11" in md and "+15.87 %" in md
+    # migrations per billion instructions (Fig 10): 500 per 10**9
+    assert "| schedtask | 500.0 | 500.0 | 500.0 |" in md.split("### Fig 10")[1]
+    assert "Why ours may differ" in md
+    # without the baseline there is nothing to set beside the paper
+    assert comparison_markdown(runs[runs["policy"] != "linux"]) == ""
+
+
+def test_a_study_in_parts_is_put_together(tmp_path):
+    from pysched.evaluation import study
+    parts = []
+    for k, wl in enumerate(("apache", "find")):
+        r = _runs({"schedtask": {"apache": 0.2, "find": 0.1}})
+        r = r[r["trace"] == wl]
+        d = tmp_path / f"part{k}"
+        d.mkdir()
+        r.to_csv(d / "runs.csv", index=False)
+        r.assign(epoch=0).to_parquet(d / "epochs.parquet", index=False)
+        parts.append(d)
+    unfinished = tmp_path / "part9"
+    unfinished.mkdir()
+    out = tmp_path / "all"
+    assert study.main([*map(str, parts), str(unfinished), "--out", str(out)]) == 0
+    runs = pd.read_csv(out / "runs.csv")
+    assert set(runs["trace"]) == {"apache", "find"} and len(runs) == 8
+    text = (out / "summary.md").read_text()
+    assert "| schedtask | +10.0 | +20.0 |" in text  # the paper's order: Find, Apache
+    assert (out / "paper-8cores.png").stat().st_size > 0
+    assert study.main([str(unfinished), "--out", str(tmp_path / "none")]) == 2
+
+
+def test_evaluate_collects_what_schedtask_decided():
+    from pysched.evaluation import evaluate, prepare
+    t = prepare(DATA / "dss-mem")
+    decided: list[pd.DataFrame] = []
+    epochs, runs = evaluate([t], ["linux", "schedtask"], cores=[2], loads=[1],
+                            decisions=decided)
+    assert len(decided) == 1  # linux keeps no record
+    d = decided[0]
+    assert set(d["policy"]) == {"schedtask"} and set(d["trace"]) == {"dss-mem"}
+    assert {"epoch", "label", "cores", "first_core", "last_core", "reallocated"} <= set(d)
+    # every epoch's allocation covers the machine's cores and no more
+    n_epochs = int(runs.set_index("policy")["epochs"]["schedtask"])
+    assert d["epoch"].max() < n_epochs
+    assert d["first_core"].min() >= 0 and d["last_core"].max() <= 1
+    for _, g in d.groupby("epoch"):
+        assert set(range(2)) <= set(range(g["first_core"].min(), g["last_core"].max() + 1))
+
+
+def test_a_window_is_the_first_epochs_of_the_whole_run():
+    from sandbox_factory import FIRST, START, tiny
+    from test_sandbox import machine
+
+    from pysched.policies import get_policy
+    from pysched.sandbox import SandboxConfig, simulate
+    threads = [[(0, 40, 0, FIRST)] + [(0, 3000, 1 + t % 2, START), (0, 40, 0, START)] * 40
+               for t in range(4)]
+    w, fp = tiny(threads, ntypes=3)
+    cfg = dict(machine=machine(2), epoch_s=2e-5, max_chunk=1000)
+    whole = simulate(w, fp, get_policy("schedtask"), SandboxConfig(**cfg))
+    part = simulate(w, fp, get_policy("schedtask"), SandboxConfig(**cfg, max_epochs=3))
+    assert whole.complete and not part.complete and len(whole.epochs) > 3
+    assert len(part.epochs) == 3
+    for a, b in zip(part.epochs, whole.epochs):  # the same replay, stopped
+        assert a.instructions.tolist() == b.instructions.tolist()
+        assert a.elapsed_s == b.elapsed_s and a.migrations.tolist() == b.migrations.tolist()
+    assert part.total.instructions.sum() < whole.total.instructions.sum()
+    with pytest.raises(ValueError, match="max_epochs"):
+        SandboxConfig(**cfg, max_epochs=0)
+
+
+def test_bad_epochs_is_named(tmp_path):
+    r = evaluate(str(DATA / "dss-mem"), "--out", str(tmp_path / "o"), "--epochs", "0")
+    assert r.returncode == 2 and "--epochs" in r.stderr and "positive" in r.stderr
+
+
+def test_arrival_bound_traces_are_named():
+    from pysched.evaluation.paper import arrival_bound, comparison_markdown, last_interrupt_s
+    runs = _runs({"schedtask": {"apache": 0.0, "find": -0.1}})
+    runs["last_irq_s"] = np.where(runs["trace"] == "find", 0.00999, 0.005)
+    assert arrival_bound(runs) == ["find"]  # linux's 10 ms run ends with find's last arrival
+    assert "**Arrival-bound traces (measured here).** find:" in comparison_markdown(runs)
+    assert arrival_bound(runs.drop(columns="last_irq_s")) == []
+    # the last interrupt of a shipped trace lies within its region (130 M instructions a vCPU
+    # at 2 G instructions per second: 65 ms)
+    assert 0.05 < last_interrupt_s(DATA / "oscp") <= 0.065

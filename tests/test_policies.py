@@ -167,3 +167,29 @@ def test_selective_offload_never_offloads_short_system_calls():
     assert where[1] <= set(pol.app_cores)           # short: never offloaded
     assert where[2] & set(pol.os_cores_all)          # long: offloaded once predicted
     assert pol.offloaded == 19                       # every run after the first
+
+
+def test_schedtask_decisions_are_its_allocation_table_per_epoch():
+    w, fp = _two_syscall_types()
+    pol = get_policy("schedtask:stealing=none")
+    eng = Engine(w, fp, pol, SandboxConfig(machine(2), epoch_s=2e-5, max_chunk=1000))
+    eng.run()
+    rows = pol.decisions()
+    assert rows and {r["epoch"] for r in rows} <= {e for e, _ in pol.history}
+    by_epoch = defaultdict(dict)
+    for r in rows:
+        assert r["cores"] == r["last_core"] - r["first_core"] + 1
+        assert r["functype"] == int(w.types[r["type_id"]])
+        by_epoch[r["epoch"]][r["type_id"]] = list(range(r["first_core"], r["last_core"] + 1))
+    # the rows are exactly the table TAlloc left in force after each epoch
+    for e, table in pol.history:
+        assert by_epoch.get(e, {}) == table
+    # a re-allocation is marked where the table was rebuilt: the first one, and where the
+    # breakup's cosine similarity fell below the threshold
+    flags = {r["epoch"]: (r["reallocated"], r["similarity"]) for r in rows}
+    first = min(flags)
+    assert flags[first][0]
+    for e, (realloc, sim) in flags.items():
+        if e != first and np.isfinite(sim):
+            assert realloc == (sim < pol.threshold)
+    assert pol.reallocations == sum(1 for _, _, r in pol.talloc if r)

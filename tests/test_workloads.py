@@ -453,6 +453,27 @@ def test_monitor_stops_the_guest_when_the_plugin_ends_the_region(tmp_path: Path)
         RunMonitor(tmp_path / "none.log", None, None, tmp_path, 100)
 
 
+def test_monitor_stops_the_peer_when_the_plugin_ends_the_region(tmp_path: Path) -> None:
+    # A peer still working when the region ends at the bound is stopped then, before the
+    # guest's shutdown can cut its connection (an scp that "lost connection" read as failed).
+    console = tmp_path / "console.log"
+    console.write_bytes(PEER_START_MARK + b"\n")
+    srv, got = _control_server(tmp_path / "c.sock")
+    peer = _FakePeer()
+    mon = RunMonitor(console, tmp_path / "c.sock", peer, tmp_path, 100)
+    mon.poll(1.0)
+    assert peer.started and peer.stops == 0
+    _plugin_json(tmp_path, 1, [120, 100], recording=False)
+    mon.poll(1.5)
+    assert mon.stop_reason is not None and peer.stops == 1
+    mon.finish()
+    deadline = time.monotonic() + 5
+    while b"".join(got) != b"stop\n" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    srv.close()
+    assert peer.stops == 1
+
+
 # --- the guest programs, run on the host -----------------------------------------------------
 
 

@@ -9,9 +9,9 @@
   the plugin reports that it ended the region at the ``--roi-insns`` bound
   (:class:`pysched.capture.roiwatch.RoiBoundWatch`; the trace is then complete, the guest
   only has to wind down);
-- stops the peer as soon as the guest is done (``=== PYSCHED EXIT``), so that no traffic
-  reaches a guest that is shutting down, or else when the run ends; and sums it all up for
-  the manifest.
+- stops the peer as soon as the plugin has ended the region at the bound, or the guest is
+  done (``=== PYSCHED EXIT``), so that no traffic reaches a guest that is shutting down, or
+  else when the run ends; and sums it all up for the manifest.
 """
 from __future__ import annotations
 
@@ -119,6 +119,12 @@ class RunMonitor:
             elif self.bound is not None and self.bound.poll():
                 self.stop_reason = (f"the plugin ended the region: every vCPU retired at "
                                     f"least {self.roi_insns} instructions in it")
+                # The trace is complete: stop the peer now, or the guest's shutdown (within a
+                # poll or two of the stop) cuts its connection first and a peer that was still
+                # working when the region ended (scp) reads as failed.
+                if self.peer is not None and self.peer_started_at is not None \
+                        and self._peer_summary is None:
+                    self._peer_summary = self.peer.stop()
             if self.stop_reason is not None:
                 self.stop_at = elapsed
         if self.stop_reason is not None:

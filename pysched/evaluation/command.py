@@ -30,6 +30,13 @@ def _positive_float(text: str) -> float:
     return v
 
 
+def _positive_int(text: str) -> int:
+    v = _positive_float(text)
+    if v != int(v):
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(v)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("traces", nargs="*", metavar="TRACE", help="trace directories")
     p.add_argument("--list", action="store_true", help="print the registered policies and exit")
@@ -42,6 +49,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="copies of each workload, comma-separated, e.g. 1,2,4,8 (default 1)")
     p.add_argument("--epoch-ms", type=_positive_float, default=3.0,
                    help="epoch length in simulated milliseconds (default 3, section 4.4)")
+    p.add_argument("--epochs", type=_positive_int, default=None, metavar="N",
+                   help="stop every run after N epochs: measure a window of the replay "
+                        "instead of running it to the end (default)")
     p.add_argument("--machine", type=Path, default=None,
                    help="machine TOML/JSON (models.machine.MachineConfig); its hierarchy and "
                         "first core type are used at every --cores count")
@@ -106,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
                     print(f"pysched evaluate: {t}: {note}", file=sys.stderr)
                 prepared.append(prepare(t, progress=say, trace=trace, note=note))
             epochs, runs = evaluate(prepared, policies, args.cores, args.load, base=base,
-                                    config={"epoch_s": args.epoch_ms / 1e3}, progress=say,
+                                    config={"epoch_s": args.epoch_ms / 1e3,
+                                            "max_epochs": args.epochs}, progress=say,
                                     run_progress=bar)
             write(tmp, epochs, runs)
     except OutputError as e:

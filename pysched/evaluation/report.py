@@ -51,11 +51,18 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
             e = EVENTS[name]
             lines.append(f"- **{name}**: {e.what}: {e.note}.")
         lines.append("")
-    notes = runs[["trace", "note"]].drop_duplicates() if "note" in runs else runs.iloc[:0]
-    notes = notes[notes["note"].astype(bool)]
+    # runs read back from runs.csv have NaN where a trace had no note
+    notes = runs.assign(note=runs.get("note", pd.Series("", index=runs.index)).fillna(""))
+    notes = notes.loc[notes["note"].astype(str) != "", ["trace", "note"]].drop_duplicates()
     if len(notes):
         lines += ["## Not whole traces", ""]
         lines += [f"- **{x.trace}**: {x.note}" for x in notes.itertuples()]
+        lines.append("")
+    if "complete" in runs and not runs["complete"].astype(bool).all():
+        n = sorted(set(runs.loc[~runs["complete"].astype(bool), "epochs"]))
+        lines.append(f"Runs stopped after {', '.join(map(str, n))} epochs (`--epochs`): their "
+                     "measures are those of that window of the replay, not of the whole "
+                     "workload; their instructions are what ran in it.")
         lines.append("")
     deps = sorted(set(runs.get("dependencies", pd.Series(dtype=str))))
     if "traced-time" in deps:
@@ -63,14 +70,25 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
                      "own schedule (released at their traced time), so a policy cannot make "
                      "them wake sooner.")
         lines.append("")
+    from .paper import comparison_markdown
+    beside = comparison_markdown(runs, baseline)
+    if beside:
+        lines.append(beside)
     return "\n".join(lines)
 
 
 def write(out: Path, epochs: pd.DataFrame, runs: pd.DataFrame, baseline: str = "linux") -> None:
-    """Write ``epochs.parquet``, ``runs.csv``, ``summary.md`` and ``epochs.png`` into ``out``."""
+    """Write ``epochs.parquet``, ``runs.csv``, ``summary.md`` and ``epochs.png`` into ``out``,
+    and ``paper-<cores>cores.png`` (Fig 7 and Table 4 beside the paper's) for each core count
+    that has 2X runs of the paper's techniques and ``baseline``."""
     out.mkdir(parents=True, exist_ok=True)
     epochs.to_parquet(out / "epochs.parquet", index=False)
     runs.to_csv(out / "runs.csv", index=False)
     (out / "summary.md").write_text(summary_markdown(runs, baseline) + "\n")
-    from pysched.plots.sandbox import plot_epochs
+    from pysched.plots.sandbox import plot_epochs, plot_paper
     plot_epochs(epochs, out / "epochs.png")
+    if baseline in set(runs["policy"]):
+        from .paper import with_changes
+        r = with_changes(runs, baseline)
+        for cores in sorted(set(r["cores"])):  # Fig 7 and Table 4 beside the paper's
+            plot_paper(r, out / f"paper-{cores}cores.png", cores)

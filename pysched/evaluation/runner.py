@@ -57,8 +57,10 @@ def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | 
     say(f"{path}: {len(w)} items of {w.ntasks} threads ({w.dependencies}); reading accesses")
     fp = build_footprint(trace, w.vcpus, line=line)
     app = np.flatnonzero(w.type_category == int(Category.APPLICATION))
+    from .paper import last_interrupt_s
     return PreparedTrace(Path(path).name, str(path), w, fp, event_items(w, name), app,
                          w.total_insns, {"workload": name, "dependencies": w.dependencies,
+                                           "last_irq_s": last_interrupt_s(trace),
                                            "note": note})
 
 
@@ -108,14 +110,20 @@ def _available_bytes() -> int | None:
 def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Sequence[int],
              loads: Sequence[int], base: MachineConfig | None = None,
              config: dict | None = None, progress: Callable[[str], None] | None = None,
-             run_progress: Callable[[str, int, int], None] | None = None
+             run_progress: Callable[[str, int, int], None] | None = None,
+             decisions: list[pd.DataFrame] | None = None
              ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every (trace, policy, cores, load) point; returns (epochs, runs) frames.
 
     ``config`` holds extra :class:`SandboxConfig` fields (``epoch_s``, ``max_chunk``,
-    ``switch_cycles``). Each run row has the totals and ``wall_s``, the replay's wall time.
+    ``switch_cycles``, ``max_epochs``: a window; the run rows' ``complete`` is False when it
+    left work undone). Each run row has the totals and ``wall_s``, the replay's wall time.
     ``progress`` gets a line per finished run; ``run_progress(label, done, total)`` is called
-    at every epoch of a run with the items finished so far.
+    at every epoch of a run with the items finished so far. ``decisions``, when given, gets
+    one frame per run whose policy recorded what it decided
+    (:meth:`~pysched.policies.base.Policy.decisions`, e.g. SchedTask's allocation table per
+    epoch), with the run's key columns (``trace``, ``workload``, ``policy``, ``cores``,
+    ``load``) first.
     """
     import time
     check_request(policies, cores, loads)
@@ -145,11 +153,15 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
                     wall = time.perf_counter() - t0
                     key = {"trace": t.name, "workload": t.meta.get("workload", t.name),
                            "policy": p, "cores": ncores, "load": k}
+                    if decisions is not None and (rows := pol.decisions()):
+                        decisions.append(pd.DataFrame([{**key, **d} for d in rows]))
                     for e, s in enumerate(res.epochs):
                         epochs.append({**key, "epoch": e, **stats_row(s, t.app_classes)})
                     runs.append({**key, **stats_row(res.total, t.app_classes),
                                  "epochs": len(res.epochs), "has_events": t.events is not None,
                                  "forced_releases": res.forced_releases,
+                                 "complete": res.complete,
+                                 "last_irq_s": t.meta.get("last_irq_s", float("nan")),
                                  "dependencies": t.meta.get("dependencies", ""),
                                  "note": t.meta.get("note") or "",
                                  "wall_s": wall})

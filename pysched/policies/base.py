@@ -22,6 +22,7 @@ Hooks (all optional):
 ``time_slice``         seconds a thread item may run before the core looks at its queue
 ``item_done``          an item finished (its cycles: the stats a kernel could collect)
 ``epoch_end``          an epoch of simulated time ended, with its statistics
+``decisions``          after the run: what the policy decided, as rows (optional)
 =====================  ==============================================================
 
 Every placement hook returns a core index; returning the core the thread is on continues it
@@ -112,6 +113,12 @@ class Policy:
 
     def epoch_end(self, epoch: int, stats: SandboxStats) -> None:
         """Epoch ``epoch`` ended; ``stats`` are its deltas (see :class:`SandboxStats`)."""
+
+    def decisions(self) -> list[dict]:
+        """What the policy decided during the run, as flat rows with an ``epoch`` column (e.g.
+        SchedTask's allocation table after every epoch); :func:`pysched.evaluation.evaluate`
+        collects them. Default: none."""
+        return []
 
     # --- helpers shared by policies ------------------------------------------------------------
     def cfs_slice(self, core: int) -> float:

@@ -82,6 +82,8 @@ class SchedTask(Policy):
         self.reallocations = 0
         #: (epoch, allocation table in force after it) for every epoch: what TAlloc decided.
         self.history: list[tuple[int, dict[int, list[int]]]] = []
+        #: (epoch, cosine similarity to the previous epoch's fractions or NaN, reallocated).
+        self.talloc: list[tuple[int, float, bool]] = []
 
     # --- TAlloc -------------------------------------------------------------------------------
     def epoch_end(self, epoch: int, stats) -> None:
@@ -90,13 +92,37 @@ class SchedTask(Policy):
         done = items > 0
         self.avg[done] = cyc[done] / items[done]
         total = cyc.sum()
+        sim, realloc = float("nan"), False
         if total > 0:
             frac = cyc / total
-            if self.prev_frac is None or _cosine(frac, self.prev_frac) < self.threshold:
+            if self.prev_frac is not None:
+                sim = _cosine(frac, self.prev_frac)
+            if self.prev_frac is None or sim < self.threshold:
                 self._allocate(frac)
+                realloc = True
             self.prev_frac = frac
             self._overlaps(self.sim.heatmaps())
         self.history.append((epoch, {t: list(c) for t, c in self.alloc.items()}))
+        self.talloc.append((epoch, sim, realloc))
+
+    def decisions(self) -> list[dict]:
+        """The allocation table after every epoch (5.2), one row per (epoch, superFuncType):
+        ``type_id``, ``functype``, ``label``, ``category``, ``cores`` (how many), ``first_core``
+        and ``last_core`` (its consecutive cores), ``similarity`` (cosine of this epoch's
+        execution fractions with the previous epoch's) and ``reallocated`` (whether TAlloc
+        re-allocated after this epoch: similarity below ``threshold``, or the first epoch)."""
+        from pysched.superfunctions.functype import describe
+        w = self.sim.workload
+        rows = []
+        for (epoch, table), (_, sim, realloc) in zip(self.history, self.talloc):
+            for t, cores in sorted(table.items(), key=lambda x: x[1][0]):
+                rows.append({"epoch": epoch, "type_id": t, "functype": int(w.types[t]),
+                             "label": describe(int(w.types[t]), int(w.type_category[t])),
+                             "category": Category(int(w.type_category[t])).label,
+                             "cores": len(cores), "first_core": cores[0],
+                             "last_core": cores[-1], "similarity": sim,
+                             "reallocated": realloc})
+        return rows
 
     def _allocate(self, frac: np.ndarray) -> None:
         """Cores in proportion to the execution fraction (5.2)."""

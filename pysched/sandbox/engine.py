@@ -73,6 +73,11 @@ class SandboxConfig:
         Cost of switching a core to another thread (1,000 cycles: seed 001's context switch).
     max_chunk : int
         Most instructions run between two looks at the core's queue.
+    max_epochs : int or None
+        Stop after this many epochs: a window of the replay's first ``max_epochs * epoch_s``
+        simulated seconds, whose measures are the work done in it (the paper counts events
+        in a span of system execution, section 6.1). None (default): run until every item of
+        every copy is done.
     """
 
     machine: MachineConfig = field(default_factory=MachineConfig)
@@ -80,6 +85,7 @@ class SandboxConfig:
     epoch_s: float = EPOCH_SECONDS
     switch_cycles: int = 1000
     max_chunk: int = 20_000
+    max_epochs: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.load, int) or isinstance(self.load, bool) or self.load < 1:
@@ -90,6 +96,11 @@ class SandboxConfig:
                              f"{self.epoch_s!r}")
         if not isinstance(self.max_chunk, int) or self.max_chunk < 1:
             raise ValueError(f"max_chunk must be a positive integer, got {self.max_chunk!r}")
+        if self.max_epochs is not None and (not isinstance(self.max_epochs, int)
+                                            or isinstance(self.max_epochs, bool)
+                                            or self.max_epochs < 1):
+            raise ValueError(f"max_epochs must be a positive integer or None, got "
+                             f"{self.max_epochs!r}")
         if not isinstance(self.switch_cycles, int) or self.switch_cycles < 0:
             raise ValueError(f"switch_cycles must be a non-negative integer, got "
                              f"{self.switch_cycles!r}")
@@ -276,6 +287,8 @@ class Engine:
         self.now = 0.0
         self.done_items = 0
         self.forced = 0
+        #: False once a run stops at SandboxConfig.max_epochs with work left.
+        self.complete = True
         self._works: dict[int, Work] = {}
         # Page-heatmaps of the running epoch (section 3.2), when the policy asks for them:
         # each superFuncType's bits set by the code frames its instructions were fetched from.
@@ -594,7 +607,8 @@ class Engine:
             self.ready(g, -1)
 
     def run(self, on_epoch=None, progress=None) -> list[SandboxStats]:
-        """Run to the end; returns the per-epoch deltas (the last epoch may be shorter)."""
+        """Run to the end, or for :attr:`SandboxConfig.max_epochs` epochs; returns the
+        per-epoch deltas (the last epoch of a run to the end may be shorter)."""
         self.setup()
         total = self.n * self.K
         epochs: list[SandboxStats] = []
@@ -626,6 +640,11 @@ class Engine:
                 if progress is not None:
                     progress(self.done_items, total)
                 epoch += 1
+                if self.cfg.max_epochs is not None and epoch >= self.cfg.max_epochs:
+                    # The window is over: work in flight is left unfinished (counted where
+                    # its chunks ended, like any epoch's).
+                    self.complete = False
+                    return epochs
                 self.push(self.cfg.epoch_s * (a + 1), _EV_EPOCH, a + 1)
         end = max(self.now, float(self.core_until.max()))
         snap = self.snapshot(end)
@@ -663,6 +682,8 @@ class RunResult:
         The whole run.
     forced_releases : int
         Wake-ups released at their traced time to break a deadlock (see the module).
+    complete : bool
+        Every item of every copy ran (False: the run stopped at ``config.max_epochs``).
     """
 
     epochs: list[SandboxStats]
@@ -670,6 +691,7 @@ class RunResult:
     forced_releases: int
     policy: str
     config: SandboxConfig
+    complete: bool = True
 
 
 def simulate(workload: Workload, footprint: Footprint, policy, config: SandboxConfig,
@@ -697,4 +719,4 @@ def simulate(workload: Workload, footprint: Footprint, policy, config: SandboxCo
     total = epochs[0]
     for e in epochs[1:]:
         total = total + e
-    return RunResult(epochs, total, eng.forced, policy.name, config)
+    return RunResult(epochs, total, eng.forced, policy.name, config, eng.complete)
