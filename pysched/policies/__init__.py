@@ -9,7 +9,9 @@ from __future__ import annotations
 from .as_traced import AsTraced
 from .base import Policy
 from .disaggregate_os import DisAggregateOS
+from .fairness import Fairness
 from .flexsc import FlexSC
+from .hrrs import HRRS
 from .linux import Linux
 from .schedtask import SchedTask
 from .selective_offload import SelectiveOffload
@@ -17,7 +19,8 @@ from .slicc import SLICC
 
 #: name -> policy class. Order is the order of ``pysched evaluate --list``.
 REGISTRY: dict[str, type[Policy]] = {cls.name: cls for cls in (
-    AsTraced, Linux, SchedTask, SelectiveOffload, FlexSC, DisAggregateOS, SLICC)}
+    AsTraced, Linux, SchedTask, SelectiveOffload, FlexSC, DisAggregateOS, SLICC, HRRS,
+    Fairness)}
 
 
 def get_policy(name: str, **params) -> Policy:

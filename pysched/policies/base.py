@@ -22,6 +22,10 @@ Hooks (all optional):
 ``time_slice``         seconds a thread item may run before the core looks at its queue
 ``item_done``          an item finished (its cycles: the stats a kernel could collect)
 ``epoch_end``          an epoch of simulated time ended, with its statistics
+``tick``               every ``tick_s`` seconds, when the policy sets ``tick_s``: the
+                       hardware below the OS (seed 001's hardware quantum) may move
+                       running threads (``sim.migrate_running``) or change a core's
+                       DVFS level (``sim.set_level``); returns the delay to the next tick
 =====================  ==============================================================
 
 Every placement hook returns a core index; returning the core the thread is on continues it
@@ -55,6 +59,8 @@ class Policy:
     source: str = ""
     #: Cores this policy gets per core of the others (SelectiveOffload's 2x, Table 3).
     core_factor: int = 1
+    #: Seconds between calls of :meth:`tick` (None: never called).
+    tick_s: float | None = None
 
     def __init__(self, **params) -> None:
         if params:
@@ -112,6 +118,11 @@ class Policy:
 
     def epoch_end(self, epoch: int, stats: SandboxStats) -> None:
         """Epoch ``epoch`` ended; ``stats`` are its deltas (see :class:`SandboxStats`)."""
+
+    def tick(self) -> float | None:
+        """Called every :attr:`tick_s` seconds when that is set; returns the seconds to the
+        next call (None: :attr:`tick_s`)."""
+        return None
 
     # --- helpers shared by policies ------------------------------------------------------------
     def cfs_slice(self, core: int) -> float:
