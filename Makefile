@@ -22,8 +22,13 @@ DATA_ARGS := --vcpus 2 --roi-insns 130M --compact 19
 DATA_MEM_WORKLOAD := dss
 DATA_MEM_ARGS := --vcpus 2 --roi-insns 14M --data-accesses --compact 19
 
+# Seed 001's barrier program on 4 vCPUs (grid 1024: a sweep of about 2.3 M instructions a
+# thread between barriers), a region of 3 guest seconds; 30 s of warm-up so that the grids'
+# first-touch page faults (spinning on page-table locks under TCG) are over before it opens.
+SEED_ARGS_barrier := --param grid=1024 --vcpus 4 --roi-seconds 3 --warmup 30 --compact 19
+
 .PHONY: setup plugin guest run demo test test-all bench bench-tracer clean bench-models trace \
-	data bench-analysis bench-sandbox evaluate
+	data bench-analysis bench-sandbox evaluate data-seeds
 
 setup:
 	bash scripts/setup.sh
@@ -53,6 +58,13 @@ data: plugin guest
 	$(PYSCHED) trace $(DATA_MEM_WORKLOAD) --out data/$(DATA_MEM_WORKLOAD)-mem $(DATA_MEM_ARGS)
 	$(PYSCHED) check data/$(DATA_MEM_WORKLOAD)-mem > /dev/null
 	du -sh data/$(DATA_MEM_WORKLOAD)-mem
+
+# The other seeds' traces (notebooks 05-07): data/barrier.
+data-seeds: plugin guest
+	rm -rf data/barrier
+	$(PYSCHED) trace barrier --out data/barrier $(SEED_ARGS_barrier)
+	$(PYSCHED) check data/barrier > /dev/null
+	du -sh data/barrier
 
 # The main job: SuperFunctions, breakups, epoch similarity and page heatmaps of every shipped
 # trace, with the paper's figures beside ours (results/summary.md).
