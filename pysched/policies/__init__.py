@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .as_traced import AsTraced
 from .base import Policy
+from .cache_fair import CacheFair
 from .disaggregate_os import DisAggregateOS
 from .fairness import Fairness
 from .flexsc import FlexSC
@@ -20,7 +21,7 @@ from .slicc import SLICC
 #: name -> policy class. Order is the order of ``pysched evaluate --list``.
 REGISTRY: dict[str, type[Policy]] = {cls.name: cls for cls in (
     AsTraced, Linux, SchedTask, SelectiveOffload, FlexSC, DisAggregateOS, SLICC, HRRS,
-    Fairness)}
+    Fairness, CacheFair)}
 
 
 def get_policy(name: str, **params) -> Policy:

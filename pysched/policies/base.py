@@ -131,6 +131,10 @@ class Policy:
         factor = 1 + math.log2(min(self.sim.ncores, 8))
         return factor * max(LATENCY_S / (1 + self.sim.queue_len(core)), MIN_GRANULARITY_S)
 
+    def min_slice(self) -> float:
+        """CFS's shortest slice here: the minimum granularity, scaled as in :meth:`cfs_slice`."""
+        return (1 + math.log2(min(self.sim.ncores, 8))) * MIN_GRANULARITY_S
+
     def interrupts_first(self, core: int) -> int | None:
         """Queue index of the first interrupt or bottom half, else the head (None: empty)."""
         q = self.sim.queue(core)

@@ -215,6 +215,11 @@ class SimView:
         self._e.move(work, dst)
 
     # --- the machine below the OS: core types, hardware moves, DVFS -----------------------------
+    @property
+    def machine(self) -> MachineConfig:
+        """The machine: core types and the cache hierarchy (static, as an OS knows it)."""
+        return self._e.cfg.machine
+
     def core_config(self, core: int) -> CoreConfig:
         """The type of ``core`` (big or small, its DVFS levels): static, as an OS knows it."""
         return self._e.cfg.machine.cores[core]
@@ -236,6 +241,15 @@ class SimView:
     def task_insns(self, task: int) -> int:
         """Instructions thread ``task`` has retired so far (a performance counter)."""
         return int(self._e.s_task_insns[task])
+
+    def task_cycles(self, task: int) -> float:
+        """Busy cycles thread ``task`` has run so far, costs of switches included."""
+        return float(self._e.task_cycles[task])
+
+    def task_llc_misses(self, task: int) -> int:
+        """Accesses of thread ``task`` so far that missed the shared last-level cache (served
+        by memory): the per-thread shared-cache miss counter of seed 003 (section 4)."""
+        return int(self._e.task_llc_misses[task])
 
 
 class Engine:
@@ -304,6 +318,10 @@ class Engine:
         self.task_pos = np.zeros(ntask * self.K, dtype=np.int64)
         self.task_core = np.full(ntask * self.K, -1, dtype=np.int64)
         self.task_time = np.zeros(ntask * self.K, dtype=np.float64)
+        # per-thread hardware counters: busy cycles, and accesses served by memory (misses
+        # of the shared last-level cache)
+        self.task_cycles = np.zeros(ntask * self.K, dtype=np.float64)
+        self.task_llc_misses = np.zeros(ntask * self.K, dtype=np.int64)
         self.dep_done = np.zeros(total, dtype=bool)      # its wake-up has happened
         self.queues: list[list[Work]] = [[] for _ in range(self.ncores)]
         self.core_item = [-1] * self.ncores
@@ -532,10 +550,12 @@ class Engine:
         addr, kind = self.accesses(g, o, end)
         n = end - o
         stall = 0.0
+        llc_misses = 0
         if len(addr):
             cls = np.full(len(addr), w.type_id[i], dtype=np.uint16)
             served = self.hier.run(c, addr, kind, cls)
             stall = float(self.stall[c][kind, served].sum())
+            llc_misses = int(np.count_nonzero(served == 3))
             if self.heat_bits:
                 pf = addr[kind == 0] >> np.uint64(12)
                 if len(pf):
@@ -556,6 +576,8 @@ class Engine:
             tg = (g // self.n) * w.ntasks + t
             self.s_task_insns[tg] += n
             self.task_time[tg] += dur
+            self.task_cycles[tg] += cycles
+            self.task_llc_misses[tg] += llc_misses
         self.item_cycles[g] += cycles
         self.core_freq[c] = self.freq[c]
         self.core_chunk_cv2[c] = self.cap_v2[c]
