@@ -13,6 +13,7 @@ from pysched.policies import get_policy
 from pysched.policies.cache_fair import fair_ipc, fair_miss_rate, fit_miss_rate
 from pysched.sandbox import SandboxConfig
 from pysched.sandbox.engine import Engine
+from pysched.sandbox.footprint import Footprint
 
 
 def test_the_regression_recovers_a_and_b_from_synthetic_miss_rates():
@@ -184,3 +185,30 @@ def test_cache_fair_runs_in_the_sandbox():
     eng.run()
     check_invariants(eng)
     assert len(pol.threads[0].samples_own) >= 1
+
+
+def test_combined_workloads_run_side_by_side():
+    from pysched.sandbox.combine import DATA_PART_STRIDE_LINES, combine
+    a = tiny([[(0, 3000, 0, FIRST), (0, 2000, 1, START)], [(1, 4000, 0, FIRST)]],
+             interrupts=[(0, 300, 2, 1e-6)], vcpus=(0, 1), ntypes=3)
+    b = tiny([[(0, 5000, 0, FIRST)]], deps=(), ntypes=1)
+    w, fp = combine([a, b])
+    assert w.vcpus == [0, 1, 2] and w.ntasks == 3 and len(w) == len(a[0]) + len(b[0])
+    assert w.total_insns == a[0].total_insns + b[0].total_insns
+    # part 1's thread keeps its type (the application type, 0x100) and its own vCPU
+    last = len(a[0])
+    assert w.types[w.type_id[last]] == 0x100 and w.run_vcpu[w.run_ptr[last]] == 2
+    assert np.array_equal(fp.icount[2], b[1].icount[0])
+    assert np.array_equal(fp.lines[2], b[1].lines[0])  # code only: nothing moves
+    # with loads and stores, the second part's data lines move up by the stride, code stays
+    bw, bfp = b
+    kinds = (np.arange(len(bfp.lines[0])) % 3).astype(np.uint8)
+    bfp = Footprint(64, True, bfp.icount, bfp.lines, {0: kinds})
+    w2, fp2 = combine([a, (bw, bfp)])
+    moved = fp2.lines[2].astype(np.int64) - bfp.lines[0].astype(np.int64)
+    assert np.array_equal(moved, np.where(kinds != 0, DATA_PART_STRIDE_LINES, 0))
+    assert fp2.data and np.array_equal(fp2.kind[0], np.zeros(len(fp2.lines[0]), np.uint8))
+    eng = Engine(w, fp, get_policy("linux"), SandboxConfig(machine(2), max_chunk=500))
+    eng.log = []
+    eng.run()
+    check_invariants(eng)
