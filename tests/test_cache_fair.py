@@ -152,7 +152,20 @@ def test_a_thread_below_its_fair_ipc_gets_time_from_a_best_effort_thread():
     assert pol.time_slice(SimpleNamespace(task=0), 0) == base
 
 
+def test_a_given_fair_rate_skips_the_sampling_phase():
+    sim = FakeSim()
+    pol = get_policy("cache-fair:fair=0:best_effort=1:interval_insns=1000:fair_rate=0.001")
+    pol.attach(sim)
+    sim.on = {0: 0, 1: 2}
+    sim.insns[0], sim.cycles[0], sim.misses[0] = 500_000, 1e6, 3000
+    pol.tick()
+    assert [a[1:3] for a in pol.adjustments] == [(0, 1)] and pol.adjustments[0][3] > 0
+    assert pol.threads[0].samples_own == [] and pol.estimates == []
+
+
 def test_parameters_are_checked():
+    with pytest.raises(ValueError, match="fair_rate must be a non-negative number"):
+        get_policy("cache-fair:fair_rate=-1")
     with pytest.raises(ValueError, match="in both classes"):
         get_policy("cache-fair:fair=1+2:best_effort=2")
     with pytest.raises(ValueError, match="samples must be a positive integer of at least 2"):

@@ -32,6 +32,9 @@ simulated time, so runs are seen at that resolution; a time-slice adjustment las
 measured as the thread's run time growing by the base slice plus the adjustment; a slice never
 shrinks below CFS's minimum granularity; when a regression gives ``1 - a * n <= 0`` or a
 negative fair miss rate the thread stays in its sampling phase (the model has no fair point).
+``fair_rate`` (misses per cycle) skips the sampling phase for every cache-fair thread, as
+section 5.1 does when a schedule has too few different co-runners for the regression ("we
+estimate all principal benchmarks' fair miss rates in a separate experiment").
 Thread classes are given as dense thread ids of the workload (``fair``, ``best_effort``:
 ``id+id+...``), applying to every copy; other threads are scheduled as by ``linux``.
 """
@@ -109,7 +112,8 @@ class CacheFair(Linux):
 
     def __init__(self, fair=None, best_effort=None, samples: int = 10,
                  min_run_insns: int = 10_000_000, interval_insns: int = 50_000_000,
-                 resample_insns: int = 1_000_000_000, sample_us: float = 100.0) -> None:
+                 resample_insns: int = 1_000_000_000, sample_us: float = 100.0,
+                 fair_rate: float | None = None) -> None:
         super().__init__()
         self.fair_ids, self.be_ids = _ids(fair), _ids(best_effort)
         if self.fair_ids & self.be_ids:
@@ -124,6 +128,10 @@ class CacheFair(Linux):
         if not (float(sample_us) > 0 and math.isfinite(float(sample_us))):
             raise ValueError(f"cache-fair: sample_us must be a positive number, got "
                              f"{sample_us!r}")
+        if fair_rate is not None and not (float(fair_rate) >= 0 and math.isfinite(fair_rate)):
+            raise ValueError(f"cache-fair: fair_rate must be a non-negative number of misses "
+                             f"per cycle, got {fair_rate!r}")
+        self.given_rate = None if fair_rate is None else float(fair_rate)
         self.nsamples, self.min_run = samples, min_run_insns
         self.interval, self.resample = interval_insns, resample_insns
         self.tick_s = float(sample_us) / 1e6
@@ -145,6 +153,9 @@ class CacheFair(Linux):
         self.fair_all = [t for t in range(self.ntasks_all) if t % nt in self.fair_ids]
         self.be_all = [t for t in range(self.ntasks_all) if t % nt in self.be_ids]
         self.threads = {t: _Thread() for t in self.fair_all}
+        if self.given_rate is not None:
+            for th in self.threads.values():
+                th.fair_rate = self.given_rate  # marks start at 0: the first interval
         m = sim.machine
         self.penalty = [float(stall_table(m.hierarchy, c)[1, 3]) for c in m.cores]
 
@@ -227,7 +238,8 @@ class CacheFair(Linux):
             self.adjustments.append((self.sim.now, t, be, seconds))
         else:
             self.adjustments.append((self.sim.now, t, -1, seconds))
-        if i1 - th.sampled_at >= self.resample:  # section 4: sample again every 1 G insns
+        if self.given_rate is None and i1 - th.sampled_at >= self.resample:
+            # section 4: sample again every 1 G instructions
             self.threads[t] = _Thread()
 
     def _adjust(self, t: int, seconds: float) -> None:
