@@ -14,6 +14,7 @@ from .fairness import Fairness
 from .flexsc import FlexSC
 from .hrrs import HRRS
 from .linux import Linux
+from .profile_dvfs import ProfileDvfs
 from .schedtask import SchedTask
 from .selective_offload import SelectiveOffload
 from .slicc import SLICC
@@ -21,7 +22,7 @@ from .slicc import SLICC
 #: name -> policy class. Order is the order of ``pysched evaluate --list``.
 REGISTRY: dict[str, type[Policy]] = {cls.name: cls for cls in (
     AsTraced, Linux, SchedTask, SelectiveOffload, FlexSC, DisAggregateOS, SLICC, HRRS,
-    Fairness, CacheFair)}
+    Fairness, CacheFair, ProfileDvfs)}
 
 
 def get_policy(name: str, **params) -> Policy:
