@@ -67,3 +67,12 @@ def test_a_busy_os_core_stays_fast():
 def test_target_is_checked():
     with pytest.raises(ValueError, match=r"target must be in \(0, 1\]"):
         get_policy("profile-dvfs:target=0")
+
+
+def test_the_split_machines_of_the_comparison():
+    from pysched.evaluation.dvfs import split_machine
+    slow = split_machine(4, 0)
+    assert [c.level for c in slow.cores] == [-1, -1, 0, 0]
+    assert [c.operating_point().freq_ghz for c in slow.cores] == [2.6, 2.6, 1.0, 1.0]
+    assert [c.level for c in split_machine(4).cores] == [-1] * 4
+    assert slow.hierarchy.cores == 4
