@@ -26,6 +26,22 @@ DATA_MEM_ARGS := --vcpus 2 --roi-insns 14M --data-accesses --compact 19
 # thread between barriers), a region of 3 guest seconds; 30 s of warm-up so that the grids'
 # first-touch page faults (spinning on page-table locks under TCG) are over before it opens.
 SEED_ARGS_barrier := --param grid=1024 --vcpus 4 --roi-seconds 3 --warmup 30 --compact 19
+# Seed 002 (notebooks/07-dvfs.ipynb): netserver answering 10 B, 100 kB and 1 MB requests and
+# apache, 15 M instructions a vCPU (about 3 MiB each).
+SEED_SHORT := --vcpus 2 --roi-insns 15M --compact 19
+SEED_ARGS_netserver-10b := netserver --param sizes=10 $(SEED_SHORT)
+SEED_ARGS_netserver-100kb := netserver --param sizes=100000 $(SEED_SHORT)
+SEED_ARGS_netserver-1mb := netserver --param sizes=1000000 $(SEED_SHORT)
+SEED_ARGS_apache-short := apache $(SEED_SHORT)
+# Seed 003 (notebooks/06-cache-fair.ipynb): one pointer chase on one vCPU with its data
+# accesses (0.72 byte an instruction on chase-large: random addresses compress badly), 2 M
+# instructions; 5 s of warm-up so that the 64 MiB cycle is built before the region opens.
+SEED_CHASE := --param copies=1 --vcpus 1 --roi-insns 2M --data-accesses --warmup 5 --compact 19
+SEED_ARGS_chase-large := chase-large $(SEED_CHASE)
+SEED_ARGS_chase-small := chase-small $(SEED_CHASE)
+SEED_ARGS_chase-mid := chase-large --param kib=2048 $(SEED_CHASE)
+SEED_TRACES := netserver-10b netserver-100kb netserver-1mb apache-short chase-large \
+    chase-small chase-mid
 
 .PHONY: setup plugin guest run demo test test-all bench bench-tracer clean bench-models trace \
 	data bench-analysis bench-sandbox evaluate data-seeds
@@ -65,6 +81,9 @@ data-seeds: plugin guest
 	$(PYSCHED) trace barrier --out data/barrier $(SEED_ARGS_barrier)
 	$(PYSCHED) check data/barrier > /dev/null
 	du -sh data/barrier
+	$(foreach t,$(SEED_TRACES),rm -rf data/$(t) && \
+	  $(PYSCHED) trace $(SEED_ARGS_$(t)) --out data/$(t) && \
+	  $(PYSCHED) check data/$(t) > /dev/null && du -sh data/$(t) && ) true
 
 # The main job: SuperFunctions, breakups, epoch similarity and page heatmaps of every shipped
 # trace, with the paper's figures beside ours (results/summary.md).

@@ -76,3 +76,19 @@ def test_the_split_machines_of_the_comparison():
     assert [c.operating_point().freq_ghz for c in slow.cores] == [2.6, 2.6, 1.0, 1.0]
     assert [c.level for c in split_machine(4).cores] == [-1] * 4
     assert slow.hierarchy.cores == 4
+
+
+def test_one_kind_of_os_work_on_a_slow_core():
+    # 8 cores: the OS's are 4-7, dealt to irq, fs, net, mm, proc, other, kthread in turn
+    from pysched.evaluation.dvfs import split_machine
+    from pysched.policies.disaggregate_os import kind_cores
+    where = kind_cores([4, 5, 6, 7])
+    assert where["irq"] == [4] and where["net"] == [6] and where["proc"] == [4]
+    driver = split_machine(8, kind_levels={"irq": 0})
+    assert [c.operating_point().freq_ghz for c in driver.cores] == [2.6] * 4 + [1.0, 2.6, 2.6, 2.6]
+    stack = split_machine(8, kind_levels={"net": 0})
+    assert [c.level for c in stack.cores] == [-1] * 6 + [0, -1]
+    # on 4 cores irq and net share core 2
+    assert [c.level for c in split_machine(4, kind_levels={"net": 0}).cores] == [-1, -1, 0, -1]
+    with pytest.raises(ValueError, match="unknown kind"):
+        split_machine(8, kind_levels={"disk": 0})

@@ -9,7 +9,8 @@ from test_characterisation_notebooks import execute_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 #: notebook -> the shipped traces it reads (Makefile ``data-seeds``)
-NEEDS = {"05-hrrs.ipynb": ["barrier"]}
+NEEDS = {"05-hrrs.ipynb": ["barrier"],
+         "07-dvfs.ipynb": ["netserver-10b", "netserver-100kb", "netserver-1mb", "apache-short"]}
 
 
 @pytest.mark.parametrize("name", sorted(NEEDS))
