@@ -152,6 +152,39 @@ def test_a_thread_below_its_fair_ipc_gets_time_from_a_best_effort_thread():
     assert pol.time_slice(SimpleNamespace(task=0), 0) == base
 
 
+def test_the_pick_forgives_the_compensated_time():
+    # on the CFS-like base the least-runtime pick would take a longer slice back: the
+    # adjustment is credited to the fair thread's runtime and debited from the best-effort one
+    sim = FakeSim(ntasks=4)
+    pol = get_policy("cache-fair:fair=0:best_effort=2:interval_insns=1000:fair_rate=0.001")
+    pol.attach(sim)
+    sim.on = {0: 0, 1: 1}
+    sim.insns[0], sim.cycles[0], sim.misses[0] = 500_000, 1e6, 3000  # below its fair IPC
+    pol.tick()
+    seconds = pol.adjustments[0][3]
+    assert seconds > 0
+    assert pol.credit == {0: pytest.approx(seconds), 2: pytest.approx(-seconds)}
+    q = [SimpleNamespace(task=t, is_async=False) for t in (2, 0, 1)]
+    sim.queue = lambda c: q
+    # equal runtimes: linux would pick the first of them (thread 2); cache-fair the credited
+    sim.runtime[:] = 0.01
+    assert get_policy("linux").pick_next.__func__(SimpleNamespace(sim=sim), 0) == 0
+    assert pol.pick_next(0) == 1
+    # thread 0 is picked first until it has run its credit more than thread 1 (queue index 2);
+    # thread 2, debited, comes last
+    sim.runtime[0] = 0.01 + 0.9 * seconds
+    assert pol.pick_next(0) == 1
+    sim.runtime[0] = 0.01 + 1.1 * seconds
+    assert pol.pick_next(0) == 2
+    sim.runtime[1] = 0.01 + 0.05 * seconds
+    assert pol.pick_next(0) == 2
+    sim.runtime[1] = 0.01 + 2 * seconds
+    assert pol.pick_next(0) == 1
+    # an interrupt still goes first
+    q.insert(1, SimpleNamespace(task=-1, is_async=True))
+    assert pol.pick_next(0) == 1 and q[1].is_async
+
+
 def test_a_given_fair_rate_skips_the_sampling_phase():
     sim = FakeSim()
     pol = get_policy("cache-fair:fair=0:best_effort=1:interval_insns=1000:fair_rate=0.001")
@@ -225,3 +258,21 @@ def test_combined_workloads_run_side_by_side():
     eng.log = []
     eng.run()
     check_invariants(eng)
+
+
+def test_the_seed_003_measures_on_a_known_table():
+    import pandas as pd
+
+    from pysched.evaluation.cache_fair import best_effort_loss, variability
+    idx = pd.MultiIndex.from_product([["slow", "fast"], ["default", "cache-fair"]],
+                                     names=["schedule", "scheduler"])
+    runs = pd.DataFrame({"principal_ms": [12.0, 10.5, 10.0, 10.0],
+                         "best_effort_cpu_ms": [4.0, 3.0, 5.0, 5.0]}, index=idx)
+    var = variability(runs)
+    assert var.loc["default", "slow vs fast"] == pytest.approx(0.2)
+    assert var.loc["cache-fair", "slow vs fast"] == pytest.approx(0.05)
+    assert var.loc["default", "max vs min"] == pytest.approx(0.2)
+    loss = best_effort_loss(runs)
+    assert loss.loc["slow", "cpu_time"] == pytest.approx(0.25)
+    assert loss.loc["slow", "cpu_share"] == pytest.approx(1 - (3 / 10.5) / (4 / 12))
+    assert loss.loc["fast"].tolist() == [0, 0]

@@ -10,6 +10,8 @@ from test_characterisation_notebooks import execute_notebook
 ROOT = Path(__file__).resolve().parents[1]
 #: notebook -> the shipped traces it reads (Makefile ``data-seeds``)
 NEEDS = {"05-hrrs.ipynb": ["barrier"],
+         "06-cache-fair.ipynb": ["chase-mid", "chase-large", "chase-small", "netserver-10b",
+                                 "netserver-100kb", "netserver-1mb", "apache-short"],
          "07-dvfs.ipynb": ["netserver-10b", "netserver-100kb", "netserver-1mb", "apache-short"]}
 
 

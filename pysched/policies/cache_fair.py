@@ -27,6 +27,16 @@ The model and its rules, with the section each comes from:
   negative); the same time is taken from (given to) the next best-effort thread, round-robin
   over them to spread the penalty (section 2, "spreads compensatory adjustments").
 
+* **The adjustment is CPU time** (section 2, Figure 1: the thread's box is widened, and the
+  best-effort thread's narrowed, so that its work per CPU share is its fair one). The paper's
+  base scheduler (Solaris's time-sharing class) gives each thread its slice in turn, so a
+  longer slice is more CPU time. Our base is CFS-like: the least-runtime pick would take a
+  longer slice back at the next picks. So every adjustment is also credited to the thread's
+  runtime as the pick sees it (``runtime - credit``; the best-effort thread is debited the
+  same), which makes it a change of CPU share on this base as a longer slice is on the
+  paper's. Without the credit, cache-fair on the CFS-like base changed no completion time of
+  seed 003's schedules (``notebooks/06-cache-fair.ipynb``).
+
 Approximations, written down here: the counters are read every ``sample_us`` (100 us) of
 simulated time, so runs are seen at that resolution; a time-slice adjustment lasts one slice,
 measured as the thread's run time growing by the base slice plus the adjustment; a slice never
@@ -137,6 +147,7 @@ class CacheFair(Linux):
         self.tick_s = float(sample_us) / 1e6
         self.threads: dict[int, _Thread] = {}
         self.extra: dict[int, float] = {}       # slice adjustment (s) of a thread's next slice
+        self.credit: dict[int, float] = {}      # all adjustments (s): runtime the pick forgives
         self.extra_until: dict[int, float] = {}  # ... in force until its run time reaches this
         self.next_be = 0
         self.run_set: tuple = ()
@@ -244,9 +255,23 @@ class CacheFair(Linux):
 
     def _adjust(self, t: int, seconds: float) -> None:
         self.extra[t] = self.extra.get(t, 0.0) + seconds
+        self.credit[t] = self.credit.get(t, 0.0) + seconds
         core = max(self.sim.last_core(t), 0)
         self.extra_until[t] = self.sim.task_runtime(t) + self.cfs_slice(core) \
             + max(self.extra[t], 0.0)
+
+    def pick_next(self, core: int) -> int | None:
+        """``linux``'s pick (interrupts first, then the least runtime), the runtime less the
+        thread's credit (see the module)."""
+        q = self.sim.queue(core)
+        best, best_rt = None, math.inf
+        for idx, wk in enumerate(q):
+            if wk.is_async:
+                return idx
+            rt = self.sim.task_runtime(wk.task) - self.credit.get(wk.task, 0.0)
+            if rt < best_rt:
+                best, best_rt = idx, rt
+        return best
 
     def time_slice(self, work, core: int) -> float:
         base = self.cfs_slice(core)
