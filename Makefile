@@ -1,5 +1,6 @@
 # pysched: full-system traces of Linux guests for OS-scheduler studies.
-#   make run    set everything up, then analyse the shipped traces in data/ into results/
+#   make run    set everything up, then analyse the shipped traces in data/ into results/, and
+#               the other seeds' tables (HRRS, cache-fair, DVFS placement) into results/seeds/
 #   make test   set everything up, then run the test suite (what CI runs)
 #   make demo   trace a demo command on the busybox test guest and check the trace
 #   make trace WORKLOAD=find [TRACE_OUT=out/find] [TRACE_ARGS="--roi-insns 150M"]
@@ -90,6 +91,8 @@ data-seeds: plugin guest
 run: plugin guest
 	rm -rf $(RUN_OUT)
 	$(PYSCHED) analyse --data data --out $(RUN_OUT)
+	$(PYSCHED) seeds --data data --out $(RUN_OUT)/seeds > /dev/null
+	@echo "make run: results in $(RUN_OUT)/summary.md and $(RUN_OUT)/seeds/summary.md"
 
 demo: plugin guest
 	rm -rf $(DEMO_OUT)

@@ -17,6 +17,8 @@ _COMMANDS: dict[str, tuple[str, str]] = {
                 "SuperFunctions, breakups, epoch similarity and page heatmaps of traces"),
     "evaluate": ("pysched.evaluation.command",
                  "replay traces under scheduling policies on simulated cores, epoch by epoch"),
+    "seeds": ("pysched.evaluation.seeds",
+              "the other seeds' tables (HRRS, cache-fair, DVFS placement) on the shipped traces"),
 }
 
 

@@ -24,3 +24,14 @@ def test_seed_notebook_runs(name: str) -> None:
     # the comparison with the paper is printed
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert "(paper" in text
+
+
+def test_seeds_command_leaves_out_what_is_missing(tmp_path: Path, capsys) -> None:
+    # make run's last step: a seed whose traces are not there is named, not failed
+    from pysched.cli import main
+    (tmp_path / "data").mkdir()
+    assert main(["seeds", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "out")]) == 0
+    text = (tmp_path / "out" / "summary.md").read_text()
+    for seed, first in (("001", "barrier"), ("002", "netserver-10b"), ("003", "chase-mid")):
+        assert f"## Seed {seed}\n\nLeft out: {tmp_path / 'data' / first} is not there" in text
+    assert text in capsys.readouterr().out
