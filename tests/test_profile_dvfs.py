@@ -92,3 +92,17 @@ def test_one_kind_of_os_work_on_a_slow_core():
     assert [c.level for c in split_machine(4, kind_levels={"net": 0}).cores] == [-1, -1, 0, -1]
     with pytest.raises(ValueError, match="unknown kind"):
         split_machine(8, kind_levels={"disk": 0})
+    every = split_machine(4, 0, app_level=0)
+    assert [c.operating_point().freq_ghz for c in every.cores] == [1.0] * 4
+
+
+def test_the_configurations_of_the_comparison():
+    from pysched.evaluation.dvfs import CONFIGS, _machine
+    ghz = {k: [c.operating_point().freq_ghz for c in _machine(8, lv).cores]
+           for k, (_, lv) in CONFIGS.items()}
+    fast, slow = 2.6, 1.0
+    assert ghz["linux"] == ghz["all-fast"] == ghz["profile-dvfs"] == [fast] * 8
+    assert ghz["all-slow"] == [slow] * 8
+    assert ghz["os-slow"] == [fast] * 4 + [slow] * 4
+    assert ghz["driver-slow"] == [fast] * 4 + [slow] + [fast] * 3
+    assert ghz["stack-slow"] == [fast] * 6 + [slow, fast]

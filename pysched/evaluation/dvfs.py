@@ -7,7 +7,8 @@ kinds of OS work are dealt to the OS cores by :func:`pysched.policies.disaggrega
 
 * ``linux``: the ``linux`` policy, every core at the fastest level;
 * ``all-fast``: ``disaggregate-os`` (the dedicated placement), every core at the fastest level;
-* ``all-slow``: the same placement with the OS cores at the slowest level (the applications'
+* ``all-slow``: the same placement, every core at the slowest level;
+* ``os-slow``: the same placement with the OS cores at the slowest level (the applications'
   cores keep the fastest, as seed 002 section 2 keeps the applications' settings);
 * ``driver-slow``: only the core of interrupts and bottom halves (``irq``) slow, seed 002
   section 4.4's driver core scaled on its own (Figure 4.3a-d's X axis);
@@ -43,11 +44,13 @@ from pysched.sandbox import SandboxConfig, simulate
 
 from .runner import PreparedTrace
 
-#: label -> (policy spec, levels of the OS cores: ``{"*": level}`` for every OS core, or
-#: ``{kind: level}`` for the cores of those kinds; -1 the fastest, 0 the slowest; others fast)
+#: label -> (policy spec, levels: ``{"*": level}`` for every OS core, ``{"app": level}`` for
+#: every application core, ``{kind: level}`` for the OS cores of those kinds; -1 the fastest,
+#: 0 the slowest; cores not named the fastest)
 CONFIGS: dict[str, tuple[str, Mapping[str, int]]] = {
     "linux": ("linux", {}), "all-fast": ("disaggregate-os", {}),
-    "all-slow": ("disaggregate-os", {"*": 0}),
+    "all-slow": ("disaggregate-os", {"*": 0, "app": 0}),
+    "os-slow": ("disaggregate-os", {"*": 0}),
     "driver-slow": ("disaggregate-os", {"irq": 0}),
     "stack-slow": ("disaggregate-os", {"net": 0}),
     "profile-dvfs": ("profile-dvfs", {})}
@@ -64,12 +67,15 @@ PAPER = {
 
 
 def split_machine(cores: int, os_level: int = -1,
-                  kind_levels: Mapping[str, int] | None = None) -> MachineConfig:
-    """``cores`` big cores (Table 2's caches), the second half (the OS's) at ``os_level``;
-    ``kind_levels`` sets the level of the OS cores hosting those kinds (see the module)."""
+                  kind_levels: Mapping[str, int] | None = None,
+                  app_level: int = -1) -> MachineConfig:
+    """``cores`` big cores (Table 2's caches), the first half (the applications') at
+    ``app_level``, the second half (the OS's) at ``os_level``; ``kind_levels`` sets the level
+    of the OS cores hosting those kinds (see the module)."""
     n_os = max(1, cores // 2) if cores > 1 else 0
     os_cores = list(range(cores - n_os, cores))
-    level = {c: os_level for c in os_cores}
+    level = {c: app_level for c in range(cores - n_os)}
+    level.update({c: os_level for c in os_cores})
     if kind_levels:
         if not os_cores:
             raise ValueError("a one-core machine has no OS cores to set")
@@ -85,8 +91,8 @@ def split_machine(cores: int, os_level: int = -1,
 
 
 def _machine(cores: int, levels: Mapping[str, int]) -> MachineConfig:
-    levels = dict(levels)
-    return split_machine(cores, levels.pop("*", -1), levels)
+    kinds = {k: v for k, v in levels.items() if k not in ("*", "app")}
+    return split_machine(cores, levels.get("*", -1), kinds, levels.get("app", -1))
 
 
 def run_configs(trace: PreparedTrace, cores: int = 8, configs: dict | None = None
@@ -103,6 +109,8 @@ def run_configs(trace: PreparedTrace, cores: int = 8, configs: dict | None = Non
         rows.append({"config": label, "completion_ms": 1e3 * done,
                      "energy_mj": 1e3 * float(t.energy_j.sum()),
                      "nj_per_insn": 1e9 * float(t.energy_j.sum() / t.instructions.sum()),
+                     "app_ghz": " ".join(f"{c.operating_point().freq_ghz:g}"
+                                         for c in m.cores[:cores - max(1, cores // 2)]),
                      "os_ghz": " ".join(f"{c.operating_point().freq_ghz:g}"
                                         for c in m.cores[cores - max(1, cores // 2):]),
                      "level_changes": len(changes),
