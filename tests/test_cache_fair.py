@@ -156,10 +156,13 @@ def test_the_pick_forgives_the_compensated_time():
     # on the CFS-like base the least-runtime pick would take a longer slice back: the
     # adjustment is credited to the fair thread's runtime and debited from the best-effort one
     sim = FakeSim(ntasks=4)
-    pol = get_policy("cache-fair:fair=0:best_effort=2:interval_insns=1000:fair_rate=0.001")
+    pol = get_policy("cache-fair:fair=0:best_effort=2:interval_insns=1000:fair_rate=0.001:"
+                     "min_run_insns=1")
     pol.attach(sim)
     sim.on = {0: 0, 1: 1}
-    sim.insns[0], sim.cycles[0], sim.misses[0] = 500_000, 1e6, 3000  # below its fair IPC
+    sim.insns[0] = 10
+    pol.tick()  # the scheduling phase begins (after 10 x 1 instructions)
+    sim.insns[0], sim.cycles[0], sim.misses[0] = 500_010, 1e6, 3000  # below its fair IPC
     pol.tick()
     seconds = pol.adjustments[0][3]
     assert seconds > 0
@@ -186,11 +189,21 @@ def test_the_pick_forgives_the_compensated_time():
 
 
 def test_a_given_fair_rate_skips_the_sampling_phase():
+    # but not the instructions it would have taken (10 runs of 1,000): no adjustment during
+    # the thread's cold start (section 4)
     sim = FakeSim()
-    pol = get_policy("cache-fair:fair=0:best_effort=1:interval_insns=1000:fair_rate=0.001")
+    pol = get_policy("cache-fair:fair=0:best_effort=1:interval_insns=1000:fair_rate=0.001:"
+                     "min_run_insns=1000")
     pol.attach(sim)
     sim.on = {0: 0, 1: 2}
-    sim.insns[0], sim.cycles[0], sim.misses[0] = 500_000, 1e6, 3000
+    sim.insns[0], sim.cycles[0], sim.misses[0] = 9_999, 1e5, 300
+    pol.tick()
+    assert pol.threads[0].mark is None
+    sim.insns[0], sim.cycles[0], sim.misses[0] = 10_000, 1e5, 300
+    pol.tick()
+    assert pol.threads[0].mark == (10_000, 1e5, 300) and pol.adjustments == []
+    # from there, an interval at IPC 0.5 and 0.003 misses per cycle
+    sim.insns[0], sim.cycles[0], sim.misses[0] = 510_000, 1.1e6, 3300
     pol.tick()
     assert [a[1:3] for a in pol.adjustments] == [(0, 1)] and pol.adjustments[0][3] > 0
     assert pol.threads[0].samples_own == [] and pol.estimates == []

@@ -37,7 +37,9 @@ Approximations, written down here: the paper's intervals are scaled to our princ
 385,069 instructions as they are to its 500 M: a sampling run counts from ``min_run_insns`` =
 8,000 instructions (10 M, 1/50), the time slice is adjusted every ``interval_insns`` = 40,000
 instructions (50 M, about 1/10), and the counters are read every 20 us (``sample_us``, 100 us
-by default) to see such short runs; the default scheduler is our
+by default) to see such short runs; with the fair miss rate given, the scheduling phase
+still begins after ``samples * min_run_insns`` = 80,000 instructions, what the sampling phase
+would have taken (:mod:`pysched.policies.cache_fair`); the default scheduler is our
 ``linux`` (CFS-like), not Solaris's fixed-priority one; ``chase-small`` is not a schedule of
 its own: its 2 M instructions (IPC near 1) end in about a millisecond, after which the
 principal would run alone and its time would measure the CPU share, not the cache.

@@ -44,7 +44,11 @@ shrinks below CFS's minimum granularity; when a regression gives ``1 - a * n <= 
 negative fair miss rate the thread stays in its sampling phase (the model has no fair point).
 ``fair_rate`` (misses per cycle) skips the sampling phase for every cache-fair thread, as
 section 5.1 does when a schedule has too few different co-runners for the regression ("we
-estimate all principal benchmarks' fair miss rates in a separate experiment").
+estimate all principal benchmarks' fair miss rates in a separate experiment"); the thread's
+scheduling phase still begins only once it has retired ``samples * min_run_insns``
+instructions, the least its sampling phase would have taken (section 4: "the sampling phase
+ends once the cache-fair thread has completed at least 100 million instructions in valid
+runs"), so that, as in the paper, no time slice is adjusted during its cold start.
 Thread classes are given as dense thread ids of the workload (``fair``, ``best_effort``:
 ``id+id+...``), applying to every copy; other threads are scheduled as by ``linux``.
 """
@@ -111,7 +115,8 @@ class _Thread:
     samples_co: list = field(default_factory=list)
     fair_rate: float = math.nan
     sampled_at: int = 0         # instructions when its sampling phase ended
-    mark: tuple = (0, 0.0, 0)   # counters at the start of the current interval
+    mark: tuple | None = (0, 0.0, 0)  # counters at the start of the current interval (None:
+    #                                    the scheduling phase has not begun)
 
 
 class CacheFair(Linux):
@@ -166,7 +171,8 @@ class CacheFair(Linux):
         self.threads = {t: _Thread() for t in self.fair_all}
         if self.given_rate is not None:
             for th in self.threads.values():
-                th.fair_rate = self.given_rate  # marks start at 0: the first interval
+                th.fair_rate = self.given_rate
+                th.mark = None  # set when the thread has run what sampling would have taken
         m = sim.machine
         self.penalty = [float(stall_table(m.hierarchy, c)[1, 3]) for c in m.cores]
 
@@ -229,6 +235,10 @@ class CacheFair(Linux):
         if math.isnan(th.fair_rate):
             return
         i1, c1, m1 = self._counters(t)
+        if th.mark is None:
+            if i1 >= self.nsamples * self.min_run:
+                th.mark = (i1, c1, m1)
+            return
         i0, c0, m0 = th.mark
         if i1 - i0 < self.interval or c1 <= c0:
             return
