@@ -10,10 +10,10 @@ The setting, scaled to our traces:
   half and not beside a cache-hungry co-runner.
 * **Principal**: ``chase-mid`` (our pointer chase over 2 MiB): the thread of the trace with the
   most application instructions, 385,069 of the trace's 2 M. The rest is mostly interrupt
-  handlers (1.14 M instructions: recording every data access slows the guest several times
-  over and its clock is the host's, so its timer interrupts far more often per instruction;
-  ``data/README.md`` says the same of ``dss-mem/``), replayed at their traced times in every
-  run, and the shell's helpers. So the principal makes about four passes over its 32,768
+  handlers (1.14 M instructions; recording every data access slows the guest several times
+  over while its clock is the host's, so interrupts come far more often per instruction, as
+  ``data/README.md`` shows for ``dss-mem/``), replayed at their traced times in every run, and
+  the shell's helpers. So the principal makes about four passes over its 32,768
   nodes, and its first, cold pass is a large part of its time in every schedule.
 * **Schedules** (section 5.1, Table 2: the principal with three identical co-runners, one of
   them best-effort, the other two not managed): ``slow``, three copies of ``chase-large``
@@ -22,10 +22,11 @@ The setting, scaled to our traces:
   busiest application thread as the best-effort one), the low-miss-rate side. Each part comes
   from its own trace through :func:`pysched.sandbox.combine.combine`.
 * **Fair miss rate** (section 5.1: "we estimate all principal benchmarks' fair miss rates in a
-  separate experiment"): the cache-fair policy's own sampling phase (equations 1-2 over at
-  least 10 runs) on a schedule of the principal with one of every co-runner program,
-  ``chase-large``, ``chase-small`` and the netserver guest, then given to every schedule's run
-  as ``fair_rate``.
+  separate experiment"): the cache-fair policy's own sampling (section 4: one sample per run
+  of at least ``min_run_insns``) over runs of the principal beside each of ten co-runner sets
+  (:data:`ESTIMATE`: the three chases, the four OS-intensive guests, three mixes), pooled,
+  then equations 1-2; given to every schedule's run as ``fair_rate``. One principal makes too
+  few runs for ten samples beside any single set.
 * **Measures** (5.1.1, 5.1.4): the principal's completion time (the paper times 500 M
   instructions; we time the principal's whole traced work, while every co-runner is still
   running: :func:`run_schedules` reports whether they outlive it); the variability, the slow
@@ -41,8 +42,8 @@ by default) to see such short runs; with the fair miss rate given, the schedulin
 still begins after ``samples * min_run_insns`` = 80,000 instructions, what the sampling phase
 would have taken (:mod:`pysched.policies.cache_fair`); the default scheduler is our
 ``linux`` (CFS-like), not Solaris's fixed-priority one; ``chase-small`` is not a schedule of
-its own: its 2 M instructions (IPC near 1) end in about a millisecond, after which the
-principal would run alone and its time would measure the CPU share, not the cache.
+its own: its thread's 569 K instructions (IPC 1.8) end in under half a millisecond, after
+which the principal would run alone and its time would measure the CPU share, not the cache.
 """
 from __future__ import annotations
 
