@@ -1,6 +1,7 @@
 # pysched: full-system traces of Linux guests for OS-scheduler studies.
-#   make run    set everything up, analyse the shipped traces in data/ into results/, then a
+#   make run    set everything up, analyse the shipped traces in data/ into results/, a
 #               short evaluation of the scheduling policies on them (results/sandbox/)
+#               and the other seeds' tables (HRRS, cache-fair, DVFS) (results/seeds/)
 #   make test   set everything up, then run the test suite (what CI runs)
 #   make demo   trace a demo command on the busybox test guest and check the trace
 #   make trace WORKLOAD=find [TRACE_OUT=out/find] [TRACE_ARGS="--roi-insns 150M"]
@@ -27,8 +28,29 @@ DATA_ARGS := --vcpus 2 --roi-insns 130M --compact 19
 DATA_MEM_WORKLOAD := dss
 DATA_MEM_ARGS := --vcpus 2 --roi-insns 14M --data-accesses --compact 19
 
+# Seed 001's barrier program on 4 vCPUs (grid 1024: a sweep of about 2.3 M instructions a
+# thread between barriers), a region of 3 guest seconds; 30 s of warm-up so that the grids'
+# first-touch page faults (spinning on page-table locks under TCG) are over before it opens.
+SEED_ARGS_barrier := --param grid=1024 --vcpus 4 --roi-seconds 3 --warmup 30 --compact 19
+# Seed 002 (notebooks/07-dvfs.ipynb): netserver answering 10 B, 100 kB and 1 MB requests and
+# apache, 15 M instructions a vCPU (about 3 MiB each).
+SEED_SHORT := --vcpus 2 --roi-insns 15M --compact 19
+SEED_ARGS_netserver-10b := netserver --param sizes=10 $(SEED_SHORT)
+SEED_ARGS_netserver-100kb := netserver --param sizes=100000 $(SEED_SHORT)
+SEED_ARGS_netserver-1mb := netserver --param sizes=1000000 $(SEED_SHORT)
+SEED_ARGS_apache-short := apache $(SEED_SHORT)
+# Seed 003 (notebooks/06-cache-fair.ipynb): one pointer chase on one vCPU with its data
+# accesses (0.72 byte an instruction on chase-large: random addresses compress badly), 2 M
+# instructions; 5 s of warm-up so that the 64 MiB cycle is built before the region opens.
+SEED_CHASE := --param copies=1 --vcpus 1 --roi-insns 2M --data-accesses --warmup 5 --compact 19
+SEED_ARGS_chase-large := chase-large $(SEED_CHASE)
+SEED_ARGS_chase-small := chase-small $(SEED_CHASE)
+SEED_ARGS_chase-mid := chase-large --param kib=2048 $(SEED_CHASE)
+SEED_TRACES := netserver-10b netserver-100kb netserver-1mb apache-short chase-large \
+    chase-small chase-mid
+
 .PHONY: setup plugin guest run demo test test-all bench bench-tracer clean bench-models trace \
-	data bench-analysis bench-sandbox evaluate sweep notebook evaluate-paper
+	data bench-analysis bench-sandbox evaluate sweep notebook evaluate-paper data-seeds
 
 setup:
 	bash scripts/setup.sh
@@ -59,6 +81,16 @@ data: plugin guest
 	$(PYSCHED) check data/$(DATA_MEM_WORKLOAD)-mem > /dev/null
 	du -sh data/$(DATA_MEM_WORKLOAD)-mem
 
+# The other seeds' traces (notebooks 05-07): data/barrier.
+data-seeds: plugin guest
+	rm -rf data/barrier
+	$(PYSCHED) trace barrier --out data/barrier $(SEED_ARGS_barrier)
+	$(PYSCHED) check data/barrier > /dev/null
+	du -sh data/barrier
+	$(foreach t,$(SEED_TRACES),rm -rf data/$(t) && \
+	  $(PYSCHED) trace $(SEED_ARGS_$(t)) --out data/$(t) && \
+	  $(PYSCHED) check data/$(t) > /dev/null && du -sh data/$(t) && ) true
+
 # The main job: SuperFunctions, breakups, epoch similarity and page heatmaps of every shipped
 # trace, with the paper's figures beside ours (results/summary.md); then a short evaluation of
 # SchedTask and its baselines against linux on the same traces, 8 cores at 2X, each run a
@@ -69,7 +101,8 @@ run: plugin guest
 	$(PYSCHED) analyse --data data --out $(RUN_OUT)
 	$(PYSCHED) evaluate $(addprefix data/,$(DATA_WORKLOADS)) --policies $(EVAL_POLICIES) \
 	    $(RUN_EVAL_ARGS) --out $(RUN_OUT)/sandbox > /dev/null
-	@echo "make run: results in $(RUN_OUT)/summary.md and $(RUN_OUT)/sandbox/summary.md"
+	$(PYSCHED) seeds --data data --out $(RUN_OUT)/seeds > /dev/null
+	@echo "make run: results in $(RUN_OUT)/summary.md, $(RUN_OUT)/sandbox/summary.md and $(RUN_OUT)/seeds/summary.md"
 
 demo: plugin guest
 	rm -rf $(DEMO_OUT)

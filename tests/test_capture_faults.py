@@ -212,7 +212,14 @@ def test_peer_criteria() -> None:
         is None
     net = {"kind": "netclient", "started": True, "requests": 5, "errors": []}
     assert prs.peer_failure(net, "", {}) is None
+    # a summary without errors_mid_run (older client): every error counts
     assert "errors" in prs.peer_failure({**net, "errors": ["OSError: reset"]}, "", {})
+    # errors after every thread's last answer: the guest stopped its server at the region's end
+    closed = ["ConnectionError: the server closed the connection"] * 8
+    assert prs.peer_failure({**net, "errors": closed, "errors_mid_run": 0}, "", {}) is None
+    # an answer after an error: the connection failed during the run
+    assert "during the run" in prs.peer_failure(
+        {**net, "errors": closed[:1], "errors_mid_run": 1}, "", {})
     assert "never started" in prs.peer_failure({"kind": "ab", "started": False}, "", {})
 
 

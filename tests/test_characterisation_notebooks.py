@@ -26,6 +26,12 @@ def _have_traces() -> bool:
 @pytest.mark.skipif(not _have_traces(), reason="no trace in data/ and no guest to record one")
 @pytest.mark.parametrize("name", ["01-characterisation.ipynb", "02-page-heatmaps.ipynb"])
 def test_notebook_runs(name: str) -> None:
+    execute_notebook(name)
+
+
+def execute_notebook(name: str, min_figures: int = 2) -> list:
+    """Run ``notebooks/name`` top to bottom; check it raised nothing and drew at least
+    ``min_figures`` figures; return its code cells' outputs."""
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     client = NotebookClient(nb, timeout=1800, kernel_name="python3",
                             resources={"metadata": {"path": str(NOTEBOOKS)}})
@@ -33,4 +39,5 @@ def test_notebook_runs(name: str) -> None:
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     figures = [o for o in outputs if o.output_type == "display_data" and "image/png" in o.data]
-    assert len(figures) >= 2
+    assert len(figures) >= min_figures
+    return outputs

@@ -565,6 +565,47 @@ def test_net_client_against_netserver(progs: Path) -> None:
     assert summary["connections"] >= 20 // 4
 
 
+def test_net_client_when_the_server_goes_away(progs: Path) -> None:
+    # The guest stops its netserver at the end of the region while the client still asks:
+    # every thread ends on errors after its last answer, which is no failure; a server that
+    # is back and answers after an error is one (the connection failed during the run).
+    port = prs.free_ports(1)[0]
+
+    def serve():
+        p = subprocess.Popen([progs / "netserver", "-p", str(port)], stdout=subprocess.PIPE)
+        assert p.stdout.readline().startswith(b"netserver: listening")
+        return p
+
+    server = serve()
+    client = prs.NetClientPeer(port, [100_000], connections=2, per_connection=1000,
+                               requests=10**9, log=Path("/dev/null"))
+    try:
+        client.start()
+        deadline = time.monotonic() + 30
+        while client.stats.requests < 20 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        server.kill()
+        server.wait()
+        time.sleep(1.2)  # the threads reconnect every 0.5 s to a server that is gone
+        with client._lock:
+            assert client.stats.errors and client.stats.errors_mid_run == 0
+        assert prs.peer_failure({"kind": "netclient", "started": True,
+                                 "requests": client.stats.requests,
+                                 "errors": client.stats.errors, "errors_mid_run": 0}, "",
+                                {}) is None
+        server = serve()  # back: the threads get answers after their errors
+        done = client.stats.requests
+        while client.stats.requests < done + 5 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        summary = client.stop()
+    finally:
+        client._quit.set()
+        server.kill()
+        server.wait()
+    assert summary["errors_mid_run"] >= 1
+    assert "during the run" in prs.peer_failure(summary, "", {})
+
+
 def test_peer_setup_errors(tmp_path: Path) -> None:
     ctx = prs.PeerContext({"sizes": "10,x", "connections": "1", "per_connection": "1",
                            "requests": "1"}, {7000: 1}, tmp_path, tmp_path / "peer.log")

@@ -227,6 +227,9 @@ class _NetStats:
     connections: int = 0
     errors: list[str] = field(default_factory=list)
     by_size: dict[int, int] = field(default_factory=dict)
+    #: errors after which the same connection thread got more answers: the connection failed
+    #: during the run, not when the guest stopped its server at the region's end
+    errors_mid_run: int = 0
 
 
 class NetClientPeer(Peer):
@@ -274,6 +277,7 @@ class NetClientPeer(Peer):
             return size
 
     def _worker(self) -> None:
+        failed = False  # this thread's last event was an error
         while not self._quit.is_set():
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=60) as s:
@@ -291,11 +295,15 @@ class NetClientPeer(Peer):
                                 raise ConnectionError("the server closed the connection")
                             left -= len(chunk)
                         with self._lock:
+                            if failed:
+                                self.stats.errors_mid_run += 1
+                                failed = False
                             self.stats.requests += 1
                             self.stats.bytes += size
                             self.stats.by_size[size] = self.stats.by_size.get(size, 0) + 1
             except OSError as e:
                 with self._lock:
+                    failed = True
                     if len(self.stats.errors) < 10:
                         self.stats.errors.append(f"{type(e).__name__}: {e}")
                 # The guest going away ends the client; a refused connection early on is
@@ -337,6 +345,7 @@ class NetClientPeer(Peer):
                 "connections": st.connections,
                 "requests_by_size": {str(k): v for k, v in sorted(st.by_size.items())},
                 "errors": list(st.errors),
+                "errors_mid_run": st.errors_mid_run,
                 "wall_seconds": (round(self.ended_at - self.started_at, 3)
                                  if self.started_at is not None and self.ended_at is not None
                                  else None),
@@ -423,7 +432,12 @@ def peer_failure(summary: Mapping[str, Any] | None, log: str, params: Mapping[st
       flight when pysched stops it at the end of the region, and QEMU's user-mode network
       loses some connections under tracing.
     - ``scp-in`` / ``scp-out``: scp exited 0, or pysched stopped it (the region ended first).
-    - ``netclient``: it got answers, and no connection or protocol error.
+    - ``netclient``: it got answers, and no connection thread got an answer after an error:
+      the guest stops its netserver when the region ends (``roi_over_work``), which closes
+      every connection in flight, and until pysched stops the client its threads reconnect
+      (every 0.5 s) to a server that is gone; those errors come after each thread's last
+      answer. (A server that dies during the region ends the region too: ``roi_wait`` waits
+      for it.)
 
     Parameters
     ----------
@@ -453,8 +467,10 @@ def peer_failure(summary: Mapping[str, Any] | None, log: str, params: Mapping[st
             return f"scp exited with status {status}: {last[0]}".rstrip(": ")
         return None
     if kind == "netclient":
-        if summary.get("errors"):
-            return f"the client had errors: {summary['errors'][0]}"
+        if summary.get("errors_mid_run", 0 if "errors_mid_run" in summary
+                       else len(summary.get("errors", []))):
+            return (f"the client had errors during the run: {summary['errors'][0]}"
+                    if summary.get("errors") else "the client had errors during the run")
         if not summary.get("requests"):
             return "the client got no answer"
     return None

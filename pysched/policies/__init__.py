@@ -8,16 +8,21 @@ from __future__ import annotations
 
 from .as_traced import AsTraced
 from .base import Policy
+from .cache_fair import CacheFair
 from .disaggregate_os import DisAggregateOS
+from .fairness import Fairness
 from .flexsc import FlexSC
+from .hrrs import HRRS
 from .linux import Linux
+from .profile_dvfs import ProfileDvfs
 from .schedtask import SchedTask
 from .selective_offload import SelectiveOffload
 from .slicc import SLICC
 
 #: name -> policy class. Order is the order of ``pysched evaluate --list``.
 REGISTRY: dict[str, type[Policy]] = {cls.name: cls for cls in (
-    AsTraced, Linux, SchedTask, SelectiveOffload, FlexSC, DisAggregateOS, SLICC)}
+    AsTraced, Linux, SchedTask, SelectiveOffload, FlexSC, DisAggregateOS, SLICC, HRRS,
+    Fairness, CacheFair, ProfileDvfs)}
 
 
 def get_policy(name: str, **params) -> Policy:

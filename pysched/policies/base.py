@@ -23,6 +23,10 @@ Hooks (all optional):
 ``item_done``          an item finished (its cycles: the stats a kernel could collect)
 ``epoch_end``          an epoch of simulated time ended, with its statistics
 ``decisions``          after the run: what the policy decided, as rows (optional)
+``tick``               every ``tick_s`` seconds, when the policy sets ``tick_s``: the
+                       hardware below the OS (seed 001's hardware quantum) may move
+                       running threads (``sim.migrate_running``) or change a core's
+                       DVFS level (``sim.set_level``); returns the delay to the next tick
 =====================  ==============================================================
 
 Every placement hook returns a core index; returning the core the thread is on continues it
@@ -56,6 +60,8 @@ class Policy:
     source: str = ""
     #: Cores this policy gets per core of the others (SelectiveOffload's 2x, Table 3).
     core_factor: int = 1
+    #: Seconds between calls of :meth:`tick` (None: never called).
+    tick_s: float | None = None
 
     def __init__(self, **params) -> None:
         if params:
@@ -119,6 +125,10 @@ class Policy:
         SchedTask's allocation table after every epoch); :func:`pysched.evaluation.evaluate`
         collects them. Default: none."""
         return []
+    def tick(self) -> float | None:
+        """Called every :attr:`tick_s` seconds when that is set; returns the seconds to the
+        next call (None: :attr:`tick_s`)."""
+        return None
 
     # --- helpers shared by policies ------------------------------------------------------------
     def cfs_slice(self, core: int) -> float:
@@ -126,6 +136,10 @@ class Policy:
         granularity, both scaled by the core count (see :data:`LATENCY_S`)."""
         factor = 1 + math.log2(min(self.sim.ncores, 8))
         return factor * max(LATENCY_S / (1 + self.sim.queue_len(core)), MIN_GRANULARITY_S)
+
+    def min_slice(self) -> float:
+        """CFS's shortest slice here: the minimum granularity, scaled as in :meth:`cfs_slice`."""
+        return (1 + math.log2(min(self.sim.ncores, 8))) * MIN_GRANULARITY_S
 
     def interrupts_first(self, core: int) -> int | None:
         """Queue index of the first interrupt or bottom half, else the head (None: empty)."""

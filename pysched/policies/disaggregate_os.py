@@ -16,6 +16,14 @@ from .subsystems import KINDS, subsystem
 _ORDER = ("irq",) + KINDS + ("kthread",)
 
 
+def kind_cores(cores: list[int]) -> dict[str, list[int]]:
+    """The OS ``cores`` dealt to the kinds (``irq``: interrupts and bottom halves; the
+    subsystems of system calls; ``kthread``) round-robin; with fewer cores than kinds, kind
+    ``i`` shares core ``i mod len(cores)``."""
+    return {k: [c for j, c in enumerate(cores) if j % len(_ORDER) == i]
+            or [cores[i % len(cores)]] for i, k in enumerate(_ORDER)}
+
+
 class DisAggregateOS(CoreSplit):
     name = "disaggregate-os"
     summary = "DisAggregateOS: OS services on cores dedicated by kind (fs, net, mm, irq, ...)"
@@ -23,9 +31,7 @@ class DisAggregateOS(CoreSplit):
 
     def split(self, n_os: int) -> None:
         super().split(n_os)
-        cores = self.os_cores_all
-        self._kind_cores = {k: [c for j, c in enumerate(cores) if j % len(_ORDER) == i]
-                            or [cores[i % len(cores)]] for i, k in enumerate(_ORDER)}
+        self._kind_cores = kind_cores(self.os_cores_all)
 
     def _kind(self, work) -> str:
         if work.category in (int(Category.INTERRUPT), int(Category.BOTTOM_HALF)):

@@ -27,6 +27,18 @@ Rules (each an approximation of a real machine, written down here where it is ma
   halves; see :mod:`.workload`). Copies execute the same code frames; the physical addresses of
   their data accesses (loads and stores) are moved by ``copy * DATA_COPY_STRIDE`` so that each
   copy's data lies in frames of its own.
+* **Hardware ticks and moves of running threads** (for policies below the OS, as seed 001's
+  hardware round-robin): a policy with a ``tick_s`` gets its ``tick`` hook every ``tick_s``
+  simulated seconds (or after the delay the hook returns); it may ask the engine to move the
+  thread item running on a core to another core with :meth:`SimView.migrate_running`. The move
+  takes effect at the end of the running chunk (late by at most one chunk, as every event);
+  on the destination the item runs next, ahead of the queue, and a thread item running there
+  is put back at the head of that core's queue. Such a move is a hardware thread swap, not an
+  OS context switch: the thread pays the destination's ``migration_cycles`` (seed 001's 1,000
+  cycles, section 4.2) and the cold caches, not ``switch_cycles``.
+* **DVFS at run time**: :meth:`SimView.set_level` changes a core's operating point; the chunk
+  running then keeps its frequency, the next one uses the new level (time, dynamic energy and
+  static power follow the level in force).
 * **Deadlock**: a wake-up that cannot happen in the simulation (a cycle of waits that the
   trace's order broke) is released at its traced time when nothing else can run, and counted.
 """
@@ -40,6 +52,7 @@ import numpy as np
 
 from pysched.heatmaps.hashing import bloom_bit
 from pysched.models.caches.hierarchy import Hierarchy
+from pysched.models.cores.config import CoreConfig
 from pysched.models.cores.timing import stall_table
 from pysched.models.machine import MachineConfig
 
@@ -54,7 +67,7 @@ from pysched.constants import EPOCH_SECONDS
 #: original's (as distinct frames with the same page offset and colour would).
 DATA_COPY_STRIDE = np.uint64(1 << 40)
 
-_EV_CORE, _EV_RELEASE, _EV_EPOCH = 0, 1, 2
+_EV_CORE, _EV_RELEASE, _EV_EPOCH, _EV_TICK = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -212,6 +225,43 @@ class SimView:
         """Move a queued item to the tail of ``dst``'s queue (a steal or a balance)."""
         self._e.move(work, dst)
 
+    # --- the machine below the OS: core types, hardware moves, DVFS -----------------------------
+    @property
+    def machine(self) -> MachineConfig:
+        """The machine: core types and the cache hierarchy (static, as an OS knows it)."""
+        return self._e.cfg.machine
+
+    def core_config(self, core: int) -> CoreConfig:
+        """The type of ``core`` (big or small, its DVFS levels): static, as an OS knows it."""
+        return self._e.cfg.machine.cores[core]
+
+    def migrate_running(self, core: int, dst: int) -> bool:
+        """Move the thread item running on ``core`` to ``dst`` at the end of its chunk, where
+        it runs next (see the module). Returns False, doing nothing, when ``core`` runs no
+        thread item (idle, or an interrupt or bottom half)."""
+        return self._e.migrate_running(core, dst)
+
+    def level(self, core: int) -> int:
+        """The DVFS level (index into ``core_config(core).dvfs``) ``core`` runs at now."""
+        return int(self._e.level[core])
+
+    def set_level(self, core: int, level: int) -> None:
+        """Run ``core`` at DVFS level ``level`` from its next chunk on."""
+        self._e.set_level(core, level)
+
+    def task_insns(self, task: int) -> int:
+        """Instructions thread ``task`` has retired so far (a performance counter)."""
+        return int(self._e.s_task_insns[task])
+
+    def task_cycles(self, task: int) -> float:
+        """Busy cycles thread ``task`` has run so far, costs of switches included."""
+        return float(self._e.task_cycles[task])
+
+    def task_llc_misses(self, task: int) -> int:
+        """Accesses of thread ``task`` so far that missed the shared last-level cache (served
+        by memory): the per-thread shared-cache miss counter of seed 003 (section 4)."""
+        return int(self._e.task_llc_misses[task])
+
 
 class Engine:
     """One run of a policy on a workload (use :func:`simulate`)."""
@@ -225,14 +275,19 @@ class Engine:
         self.ncores = config.ncores
         self.hier = Hierarchy(config.machine.hierarchy, classes=max(1, len(w.types)))
         cores = config.machine.cores
-        self.freq = np.array([c.operating_point().freq_ghz * 1e9 for c in cores])
+        self.level = np.array([c.level % len(c.dvfs) for c in cores], dtype=np.int64)
+        self.freq = np.zeros(len(cores))
+        self.cap_v2 = np.zeros(len(cores))
+        self.static_w = np.zeros(len(cores))
+        for c in range(len(cores)):
+            self._operating_point(c)
+        # Static energy of the levels left behind (set_level), so that a snapshot's static
+        # energy is the sum over the stretches at each level.
+        self.static_j = np.zeros(len(cores))
+        self.level_since = np.zeros(len(cores))
         self.cpi = np.array([c.base_cpi for c in cores])
         self.stall = [stall_table(config.machine.hierarchy, c) for c in cores]
         self.mig_cycles = np.array([c.migration_cycles for c in cores], dtype=np.float64)
-        self.cap_v2 = np.array([c.capacitance_nf * 1e-9 * c.operating_point().voltage ** 2
-                                for c in cores])
-        self.static_w = np.array([c.static_power_w * c.operating_point().voltage
-                                  for c in cores])
         self.vidx = {v: k for k, v in enumerate(w.vcpus)}
         nv = max(1, len(w.vcpus))
         # Copy k of vCPU v is first mapped to core (k * vCPUs + v) mod cores.
@@ -274,6 +329,10 @@ class Engine:
         self.task_pos = np.zeros(ntask * self.K, dtype=np.int64)
         self.task_core = np.full(ntask * self.K, -1, dtype=np.int64)
         self.task_time = np.zeros(ntask * self.K, dtype=np.float64)
+        # per-thread hardware counters: busy cycles, and accesses served by memory (misses
+        # of the shared last-level cache)
+        self.task_cycles = np.zeros(ntask * self.K, dtype=np.float64)
+        self.task_llc_misses = np.zeros(ntask * self.K, dtype=np.int64)
         self.dep_done = np.zeros(total, dtype=bool)      # its wake-up has happened
         self.queues: list[list[Work]] = [[] for _ in range(self.ncores)]
         self.core_item = [-1] * self.ncores
@@ -282,6 +341,13 @@ class Engine:
         self.core_slice = [0.0] * self.ncores            # when the running thread item began
         self.core_until = np.zeros(self.ncores)
         self.core_kicked = [False] * self.ncores
+        self.core_moveto = [-1] * self.ncores            # migrate_running: where to at chunk end
+        self.incoming: list[list[int]] = [[] for _ in range(self.ncores)]  # moved, run next
+        self.core_freq = np.zeros(self.ncores)           # frequency of the running chunk
+        self.core_chunk_cv2 = np.zeros(self.ncores)      # its C * V**2
+        self.task_end = np.full(ntask * self.K, np.nan)  # when each thread's last item ended
+        self.periodic = 0                                # epoch and tick events in the heap
+        self.tick_s = float(getattr(policy, "tick_s", None) or 0.0)
         self.heap: list = []
         self.seq = 0
         self.now = 0.0
@@ -325,10 +391,11 @@ class Engine:
         """Cumulative statistics up to time ``at`` (busy time of running chunks cut there)."""
         over = np.maximum(self.core_until - at, 0.0)
         busy = self.s_busy - over
-        dyn = self.s_dyn - over * self.freq * self.cap_v2
+        dyn = self.s_dyn - over * self.core_freq * self.core_chunk_cv2
+        static = self.static_j + self.static_w * (at - self.level_since)
         return SandboxStats(
             at, self.s_insns.copy(), busy, self.s_base.copy(), self.s_stall.copy(),
-            self.s_switch.copy(), self.s_mig.copy(), dyn + self.static_w * at,
+            self.s_switch.copy(), self.s_mig.copy(), dyn + static,
             self.s_switches.copy(), self.s_migs.copy(), self.s_steals.copy(),
             self.s_type_insns.copy(), self.s_type_cycles.copy(), self.s_type_items.copy(),
             self.s_task_insns.copy(), self.s_task_want.copy(), self.s_wait, self.s_waits, self.s_lat, self.s_irqs,
@@ -401,6 +468,38 @@ class Engine:
             self.core_kicked[core] = True
             self.push(self.now, _EV_CORE, core)
 
+    def _operating_point(self, c: int) -> None:
+        core = self.cfg.machine.cores[c]
+        op = core.operating_point(int(self.level[c]))
+        self.freq[c] = op.freq_ghz * 1e9
+        self.cap_v2[c] = core.capacitance_nf * 1e-9 * op.voltage ** 2
+        self.static_w[c] = core.static_power_w * op.voltage
+
+    def set_level(self, c: int, level: int) -> None:
+        """Core ``c`` runs at DVFS level ``level`` from its next chunk on."""
+        self._check_core(c, "set_level")
+        n = len(self.cfg.machine.cores[c].dvfs)
+        if not isinstance(level, (int, np.integer)) or not -n <= level < n:
+            raise ValueError(f"policy {self.policy.name!r} asked for DVFS level {level!r} of "
+                             f"core {c}; it has levels 0..{n - 1}")
+        level = int(level) % n
+        if level == self.level[c]:
+            return
+        self.static_j[c] += self.static_w[c] * (self.now - self.level_since[c])
+        self.level_since[c] = self.now
+        self.level[c] = level
+        self._operating_point(c)
+
+    def migrate_running(self, c: int, dst: int) -> bool:
+        """Move the thread item running on ``c`` to ``dst`` at its chunk's end (module)."""
+        self._check_core(c, "migrate_running")
+        self._check_core(dst, "migrate_running")
+        g = self.core_item[c]
+        if g < 0 or self.work(g).is_async or dst == c:
+            return False
+        self.core_moveto[c] = dst
+        return True
+
     def move(self, wk: Work, dst: int) -> None:
         self._check_core(dst, "move")
         for c, q in enumerate(self.queues):
@@ -464,10 +563,12 @@ class Engine:
         addr, kind = self.accesses(g, o, end)
         n = end - o
         stall = 0.0
+        llc_misses = 0
         if len(addr):
             cls = np.full(len(addr), w.type_id[i], dtype=np.uint16)
             served = self.hier.run(c, addr, kind, cls)
             stall = float(self.stall[c][kind, served].sum())
+            llc_misses = int(np.count_nonzero(served == 3))
             if self.heat_bits:
                 pf = addr[kind == 0] >> np.uint64(12)
                 if len(pf):
@@ -488,7 +589,11 @@ class Engine:
             tg = (g // self.n) * w.ntasks + t
             self.s_task_insns[tg] += n
             self.task_time[tg] += dur
+            self.task_cycles[tg] += cycles
+            self.task_llc_misses[tg] += llc_misses
         self.item_cycles[g] += cycles
+        self.core_freq[c] = self.freq[c]
+        self.core_chunk_cv2[c] = self.cap_v2[c]
         self.core_item[c] = g
         self.core_end[c] = end
         self.core_until[c] = self.now + dur
@@ -499,6 +604,9 @@ class Engine:
     def dispatch(self, c: int) -> None:
         """Core ``c`` is free: start its next item, or go idle."""
         pol = self.policy
+        if self.incoming[c]:
+            self._run_moved(c, self.incoming[c].pop(0))
+            return
         q = self.queues[c]
         if not q:
             pol.steal(c)
@@ -530,6 +638,17 @@ class Engine:
         self.fire(g)  # wake-ups at offset 0
         self.start_chunk(c, g, extra)
 
+    def _run_moved(self, c: int, g: int) -> None:
+        """Run thread item ``g``, moved here by :meth:`migrate_running`: a hardware swap that
+        costs the migration cycles only (no OS context switch, see the module)."""
+        wk = self.work(g)
+        self.core_task[c] = wk.task
+        self.task_core[wk.task] = c
+        self.core_slice[c] = self.now
+        self.s_migs[c] += 1
+        self.s_mig[c] += self.mig_cycles[c]
+        self.start_chunk(c, g, float(self.mig_cycles[c]))
+
     def core_event(self, c: int) -> None:
         self.core_kicked[c] = False
         g = self.core_item[c]
@@ -541,9 +660,22 @@ class Engine:
             i = g % self.n
             if self.prog[g] >= self.w.insns[i]:
                 self.core_item[c] = -1
+                self.core_moveto[c] = -1  # the item ended: nothing left to move
                 self.finish(g, c)
                 if self.core_item[c] >= 0:
                     return
+            elif self.core_moveto[c] >= 0:
+                # a hardware move (migrate_running): the thread continues on the other core
+                dst, self.core_moveto[c] = self.core_moveto[c], -1
+                self.core_item[c] = -1
+                self.incoming[dst].append(g)
+                if self.core_item[dst] < 0:
+                    self.kick(dst)
+            elif self.incoming[c] and not self.work(g).is_async:
+                # a thread moved here by hardware runs next; this one waits at the queue head
+                self.core_item[c] = -1
+                self.ready_t[g] = self.now
+                self.queues[c].insert(0, self.work(g))
             else:
                 wk = self.work(g)
                 q = self.queues[c]
@@ -577,6 +709,7 @@ class Engine:
         self.task_pos[tg] = pos
         lo, hi = int(w.task_ptr[t]), int(w.task_ptr[t + 1])
         if lo + pos >= hi:
+            self.task_end[tg] = self.now
             return
         ng = copy * self.n + int(w.task_items[lo + pos])
         self.pending[ng] -= 1
@@ -585,7 +718,8 @@ class Engine:
             # Continue the thread here at once when the policy kept it on this core and
             # nothing else waits (a system call runs where its thread runs, no switch).
             q = self.queues[c]
-            if len(q) == 1 and q[0].gid == ng and self.policy.pick_next(c) == 0:
+            if len(q) == 1 and q[0].gid == ng and not self.incoming[c] \
+                    and self.policy.pick_next(c) == 0:
                 q.pop()
                 self.s_waits += 1
                 self.fire(ng)
@@ -615,8 +749,13 @@ class Engine:
         prev = self.snapshot(0.0)
         epoch = 0
         self.push(self.cfg.epoch_s, _EV_EPOCH, 1)
+        self.periodic = 1
+        if self.tick_s > 0:
+            self.push(self.tick_s, _EV_TICK, 0)
+            self.periodic += 1
         while self.done_items < total:
-            if not self.heap or (len(self.heap) == 1 and self.heap[0][2] == _EV_EPOCH
+            # only the epoch (and tick) events left and no core running: nothing can happen
+            if not self.heap or (len(self.heap) == self.periodic
                                  and not any(x >= 0 for x in self.core_item)):
                 if not self._break_deadlock():
                     raise RuntimeError(f"sandbox stalled with {total - self.done_items} items "
@@ -628,6 +767,13 @@ class Engine:
                 self.core_event(a)
             elif kind == _EV_RELEASE:
                 self.satisfy(a)
+            elif kind == _EV_TICK:
+                nxt = self.policy.tick()
+                nxt = self.tick_s if nxt is None else float(nxt)
+                if not (nxt > 0 and math.isfinite(nxt)):
+                    raise ValueError(f"policy {self.policy.name!r}: tick returned {nxt!r}; "
+                                     "the next tick must be a positive number of seconds")
+                self.push(self.now + nxt, _EV_TICK, 0)
             else:
                 snap = self.snapshot(self.now)
                 delta = snap - prev
@@ -684,6 +830,9 @@ class RunResult:
         Wake-ups released at their traced time to break a deadlock (see the module).
     complete : bool
         Every item of every copy ran (False: the run stopped at ``config.max_epochs``).
+    task_end_s : numpy.ndarray
+        Per thread (all copies): the simulated time its last item ended (a multi-threaded
+        program's completion time is the latest of its threads').
     """
 
     epochs: list[SandboxStats]
@@ -692,6 +841,7 @@ class RunResult:
     policy: str
     config: SandboxConfig
     complete: bool = True
+    task_end_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 def simulate(workload: Workload, footprint: Footprint, policy, config: SandboxConfig,
@@ -719,4 +869,5 @@ def simulate(workload: Workload, footprint: Footprint, policy, config: SandboxCo
     total = epochs[0]
     for e in epochs[1:]:
         total = total + e
-    return RunResult(epochs, total, eng.forced, policy.name, config, eng.complete)
+    return RunResult(epochs, total, eng.forced, policy.name, config, eng.complete,
+                     eng.task_end.copy())

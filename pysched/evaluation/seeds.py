@@ -1,0 +1,140 @@
+"""``pysched seeds``: the tables of the other seeds' notebooks (05 HRRS, 06 cache-fair, 07 DVFS
+placement) on the shipped traces, beside the papers' figures, as ``make run``'s last step.
+
+The same computations as the notebooks (:mod:`.asymmetric`, :mod:`.cache_fair`,
+:mod:`.dvfs`), about a minute and a half in all; a seed whose traces are not in ``--data`` is
+left out with a line saying which trace is missing.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+#: seed -> the shipped traces its table needs
+NEEDS = {
+    "001": ("barrier",),
+    "002": ("netserver-10b", "netserver-100kb", "netserver-1mb", "apache-short"),
+    "003": ("chase-mid", "chase-large", "chase-small", "netserver-10b", "netserver-100kb",
+            "netserver-1mb", "apache-short"),
+}
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:+.1f} %"
+
+
+def _table(df: pd.DataFrame) -> str:
+    cols = [str(c) for c in df.columns]
+    out = ["| " + " | ".join([str(df.index.name or "")] + cols) + " |",
+           "|" + "---|" * (len(cols) + 1)]
+    for idx, row in df.iterrows():
+        out.append("| " + " | ".join([str(idx)] + [str(v) for v in row]) + " |")
+    return "\n".join(out)
+
+
+def seed_001(data: Path, prepare) -> tuple[str, dict[str, pd.DataFrame]]:
+    from . import asymmetric as a
+    runs = a.run_policies(prepare(data / "barrier"))
+    sp = a.speedups(runs)
+    t = pd.DataFrame({"ours": [_pct(v) for v in sp["ours"]],
+                      "paper": [_pct(v) for v in sp["paper"]]}, index=sp.index)
+    t.index.name = "speed-up"
+    md = ("## Seed 001: HRRS on one big and three small cores (`barrier`, 4 threads)\n\n"
+          "Completion time of the program's threads (`notebooks/05-hrrs.ipynb`).\n\n"
+          + _table(t))
+    return md, {"seed001_runs": runs, "seed001_speedups": sp}
+
+
+def seed_002(data: Path, prepare) -> tuple[str, dict[str, pd.DataFrame]]:
+    from . import dvfs
+    names = {"10b": "netserver-10b", "100kb": "netserver-100kb", "1mb": "netserver-1mb",
+             "apache": "apache-short"}
+    table = dvfs.compare({k: prepare(data / d) for k, d in names.items()})
+    rel = dvfs.summary(table)
+    t = rel.map(_pct)
+    t.index.name = "trace"
+    paper = "\n".join(f"- {k}: {v}" for k, v in dvfs.PAPER.items())
+    md = ("## Seed 002: OS components on dedicated cores at DVFS levels (8 cores, 4 the OS's)\n\n"
+          "Completion time and energy of each configuration against `all-fast` (the same "
+          "placement, every core at 2.6 GHz); slow cores at 1.0 GHz "
+          "(`notebooks/07-dvfs.ipynb`).\n\n" + _table(t)
+          + "\n\nThe paper (section 4.4, lighttpd):\n\n" + paper)
+    return md, {"seed002_runs": table, "seed002_summary": rel}
+
+
+def seed_003(data: Path, prepare) -> tuple[str, dict[str, pd.DataFrame]]:
+    from . import cache_fair as cf
+    names = sorted({cf.PRINCIPAL, *(n for s in cf.ESTIMATE for n in s),
+                    *(n for s in cf.SCHEDULES.values() for n in s)})
+    traces = {n: prepare(data / n) for n in names}
+    est = cf.estimate_fair_rate(traces)
+    runs = cf.run_schedules(traces, est["fair_rate"])
+    var = cf.variability(runs)
+    loss = cf.best_effort_loss(runs)
+    lo, hi = cf.PAPER["variability_default"]
+    t = var.map(_pct)
+    t.index.name = "scheduler"
+    lt = loss.map(_pct)
+    lt.index.name = "schedule"
+    md = ("## Seed 003: cache-fair (2 cores, shared 4 MiB L3, principal `chase-mid`)\n\n"
+          f"Fair miss rate {1e3 * est['fair_rate']:.2f} misses per 1,000 cycles "
+          f"({len(est['samples'])} samples). Variability of the principal's completion time, "
+          f"the slow schedule (three `chase-large`) against the OS-intensive ones "
+          f"(`notebooks/06-cache-fair.ipynb`); paper: {lo:.0%}-{hi:.0%} with the default "
+          f"scheduler, under {cf.PAPER['variability_cache_fair']:.0%} with cache-fair.\n\n"
+          + _table(t)
+          + "\n\nWhat the best-effort thread lost under cache-fair (its CPU time up to the "
+          "principal's completion, and its share of that time); paper: under "
+          f"{cf.PAPER['best_effort_mean']:.0%} on average, at most "
+          f"{cf.PAPER['best_effort_max']:.0%}.\n\n" + _table(lt))
+    return md, {"seed003_runs": runs, "seed003_variability": var, "seed003_best_effort": loss}
+
+
+SEEDS = {"001": seed_001, "002": seed_002, "003": seed_003}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", type=Path, default=Path("data"),
+                   help="where the shipped traces are (default: ./data)")
+    p.add_argument("--out", type=Path, default=Path("results/seeds"),
+                   help="results directory (default: ./results/seeds)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .runner import prepare
+    cache: dict[Path, object] = {}
+
+    def prep(path: Path):
+        if path not in cache:
+            cache[path] = prepare(path)
+        return cache[path]
+
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"pysched seeds: --out {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    parts = ["# The other seeds' schedulers on the shipped traces\n"]
+    for seed, fn in SEEDS.items():
+        missing = [t for t in NEEDS[seed] if not (args.data / t / "manifest.json").is_file()]
+        if missing:
+            parts.append(f"## Seed {seed}\n\nLeft out: {args.data / missing[0]} is not there "
+                         "(make data-seeds).")
+            continue
+        t0 = time.perf_counter()
+        md, tables = fn(args.data, prep)
+        for name, df in tables.items():
+            df.to_csv(args.out / f"{name}.csv")
+        parts.append(md)
+        print(f"pysched seeds: seed {seed} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    text = "\n\n".join(parts) + "\n"
+    (args.out / "summary.md").write_text(text)
+    print(text)
+    return 0
+
+
+__all__ = ["NEEDS", "SEEDS", "add_arguments", "run"]

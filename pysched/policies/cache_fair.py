@@ -1,0 +1,295 @@
+"""``cache-fair``: the cache-fair scheduler of seed 003 (Fedorova, Seltzer, Smith: "Improving
+performance isolation on chip multiprocessors via an operating system scheduler").
+
+A thread in the *cache-fair* class gets CPU time in proportion to how far its IPC falls short
+of (or exceeds) its *fair IPC*, the IPC it would have under an equal share of the shared cache;
+the difference is taken from (or given to) threads of the *best-effort* class (section 2). The
+OS below is ``linux`` (CFS-like queues, picks and balancing); only the time slices change.
+
+The model and its rules, with the section each comes from:
+
+* **Fair miss rate** (3.1, equations 1-2): a thread's shared-cache miss rate (misses per
+  cycle) is regressed linearly on the sum of its co-runners' miss rates over at least
+  ``samples`` (10) samples: ``MissRate(A) = a * sum(MissRate(C_i)) + b``, and
+  ``FairMissRate(A) = b / (1 - a * n)`` with ``n`` co-runners (the other cores).
+* **Sampling phase** (4): a *run* is a stretch during which the same threads run together on
+  the cores; it ends when any of them leaves its core. At its end the thread's and its
+  co-runners' miss rates are one sample, kept only if the thread executed at least
+  ``min_run_insns`` (10 M) instructions in it (cold-start effects). The sampling phase is
+  repeated after every ``resample_insns`` (1 G) instructions.
+* **Fair IPC** given the fair miss rate (3, via [14]/[30]): a CPI that grows by ``L`` cycles per
+  miss, ``CPI = CPI0 + L * misses / instruction``, gives ``IPC_fair = IPC * (1 - m_fair * L) /
+  (1 - m * L)`` for miss rates ``m`` in misses per cycle; ``L`` is the machine's stall of a load
+  served by memory on the thread's core (:func:`~pysched.models.cores.timing.stall_table`).
+* **Scheduling phase** (4): every ``interval_insns`` (50 M) instructions of a cache-fair thread,
+  the instructions it would have executed at its fair IPC in the cycles it ran, minus those it
+  executed, divided by its IPC, is the time its *next* time slice is lengthened (shortened when
+  negative); the same time is taken from (given to) the next best-effort thread, round-robin
+  over them to spread the penalty (section 2, "spreads compensatory adjustments").
+
+* **The adjustment is CPU time** (section 2, Figure 1: the thread's box is widened, and the
+  best-effort thread's narrowed, so that its work per CPU share is its fair one). The paper's
+  base scheduler (Solaris's time-sharing class) gives each thread its slice in turn, so a
+  longer slice is more CPU time. Our base is CFS-like: the least-runtime pick would take a
+  longer slice back at the next picks. So every adjustment is also credited to the thread's
+  runtime as the pick sees it (``runtime - credit``; the best-effort thread is debited the
+  same), which makes it a change of CPU share on this base as a longer slice is on the
+  paper's. Without the credit, cache-fair on the CFS-like base changed no completion time of
+  seed 003's schedules (``notebooks/06-cache-fair.ipynb``).
+
+Approximations, written down here: the counters are read every ``sample_us`` (100 us) of
+simulated time, so runs are seen at that resolution; a time-slice adjustment lasts one slice,
+measured as the thread's run time growing by the base slice plus the adjustment; a slice never
+shrinks below CFS's minimum granularity; when a regression gives ``1 - a * n <= 0`` or a
+negative fair miss rate the thread stays in its sampling phase (the model has no fair point).
+``fair_rate`` (misses per cycle) skips the sampling phase for every cache-fair thread, as
+section 5.1 does when a schedule has too few different co-runners for the regression ("we
+estimate all principal benchmarks' fair miss rates in a separate experiment"); the thread's
+scheduling phase still begins only once it has retired ``samples * min_run_insns``
+instructions, the least its sampling phase would have taken (section 4: "the sampling phase
+ends once the cache-fair thread has completed at least 100 million instructions in valid
+runs"), so that, as in the paper, no time slice is adjusted during its cold start.
+Thread classes are given as dense thread ids of the workload (``fair``, ``best_effort``:
+``id+id+...``), applying to every copy; other threads are scheduled as by ``linux``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pysched.models.cores.timing import stall_table
+
+from .linux import Linux
+
+
+def fit_miss_rate(own: np.ndarray, corunners_sum: np.ndarray) -> tuple[float, float]:
+    """Least-squares ``a`` and ``b`` of ``own = a * corunners_sum + b`` (equation 1).
+
+    Raises
+    ------
+    ValueError
+        With fewer than two samples or co-runner sums that do not vary.
+    """
+    x = np.asarray(corunners_sum, dtype=np.float64)
+    y = np.asarray(own, dtype=np.float64)
+    if len(x) < 2 or len(x) != len(y):
+        raise ValueError(f"need at least two paired samples, got {len(x)} and {len(y)}")
+    if np.ptp(x) == 0:
+        raise ValueError("the co-runners' miss rates do not vary: no regression")
+    a, b = np.polyfit(x, y, 1)
+    return float(a), float(b)
+
+
+def fair_miss_rate(a: float, b: float, n: int) -> float:
+    """``b / (1 - a * n)`` (equation 2); NaN where the model has no positive fair point."""
+    den = 1.0 - a * n
+    if den <= 0:
+        return math.nan
+    m = b / den
+    return m if m >= 0 else math.nan
+
+
+def fair_ipc(ipc: float, miss_rate: float, fair_rate: float, penalty: float) -> float:
+    """The IPC at miss rate ``fair_rate`` of a thread measured at ``ipc`` and ``miss_rate``
+    (misses per cycle), each miss costing ``penalty`` cycles (see the module)."""
+    return ipc * (1.0 - fair_rate * penalty) / (1.0 - miss_rate * penalty)
+
+
+def _ids(spec) -> frozenset[int]:
+    if spec is None or spec == "":
+        return frozenset()
+    if isinstance(spec, (int, np.integer)):
+        return frozenset({int(spec)})
+    if isinstance(spec, str):
+        return frozenset(int(x) for x in spec.replace(",", "+").split("+") if x.strip())
+    return frozenset(int(x) for x in spec)
+
+
+@dataclass
+class _Thread:
+    """What the scheduler keeps about one cache-fair thread."""
+
+    samples_own: list = field(default_factory=list)
+    samples_co: list = field(default_factory=list)
+    fair_rate: float = math.nan
+    sampled_at: int = 0         # instructions when its sampling phase ended
+    mark: tuple | None = (0, 0.0, 0)  # counters at the start of the current interval (None:
+    #                                    the scheduling phase has not begun)
+
+
+class CacheFair(Linux):
+    name = "cache-fair"
+    summary = ("cache-fair (seed 003): fair miss rate by regression, time slices of cache-fair "
+               "threads adjusted toward their fair IPC, taken from best-effort threads")
+    source = "seed 003 (cache-fair), sections 2, 3.1, 4"
+
+    def __init__(self, fair=None, best_effort=None, samples: int = 10,
+                 min_run_insns: int = 10_000_000, interval_insns: int = 50_000_000,
+                 resample_insns: int = 1_000_000_000, sample_us: float = 100.0,
+                 fair_rate: float | None = None) -> None:
+        super().__init__()
+        self.fair_ids, self.be_ids = _ids(fair), _ids(best_effort)
+        if self.fair_ids & self.be_ids:
+            raise ValueError(f"cache-fair: threads {sorted(self.fair_ids & self.be_ids)} are "
+                             "in both classes")
+        for key, val in (("samples", samples), ("min_run_insns", min_run_insns),
+                         ("interval_insns", interval_insns),
+                         ("resample_insns", resample_insns)):
+            if not isinstance(val, int) or val < 1 or (key == "samples" and val < 2):
+                raise ValueError(f"cache-fair: {key} must be a positive integer"
+                                 f"{' of at least 2' if key == 'samples' else ''}, got {val!r}")
+        if not (float(sample_us) > 0 and math.isfinite(float(sample_us))):
+            raise ValueError(f"cache-fair: sample_us must be a positive number, got "
+                             f"{sample_us!r}")
+        if fair_rate is not None and not (float(fair_rate) >= 0 and math.isfinite(fair_rate)):
+            raise ValueError(f"cache-fair: fair_rate must be a non-negative number of misses "
+                             f"per cycle, got {fair_rate!r}")
+        self.given_rate = None if fair_rate is None else float(fair_rate)
+        self.nsamples, self.min_run = samples, min_run_insns
+        self.interval, self.resample = interval_insns, resample_insns
+        self.tick_s = float(sample_us) / 1e6
+        self.threads: dict[int, _Thread] = {}
+        self.extra: dict[int, float] = {}       # slice adjustment (s) of a thread's next slice
+        self.credit: dict[int, float] = {}      # all adjustments (s): runtime the pick forgives
+        self.extra_until: dict[int, float] = {}  # ... in force until its run time reaches this
+        self.next_be = 0
+        self.run_set: tuple = ()
+        self.run_start: dict[int, tuple] = {}
+        #: What happened: (time, thread, fair miss rate, a, b) per estimate, and
+        #: (time, fair thread, best-effort thread, seconds) per adjustment.
+        self.estimates: list[tuple] = []
+        self.adjustments: list[tuple] = []
+
+    def attach(self, sim) -> None:
+        super().attach(sim)
+        nt = sim.workload.ntasks
+        self.ntasks_all = nt * sim.load
+        self.fair_all = [t for t in range(self.ntasks_all) if t % nt in self.fair_ids]
+        self.be_all = [t for t in range(self.ntasks_all) if t % nt in self.be_ids]
+        self.threads = {t: _Thread() for t in self.fair_all}
+        if self.given_rate is not None:
+            for th in self.threads.values():
+                th.fair_rate = self.given_rate
+                th.mark = None  # set when the thread has run what sampling would have taken
+        m = sim.machine
+        self.penalty = [float(stall_table(m.hierarchy, c)[1, 3]) for c in m.cores]
+
+    # --- counters -------------------------------------------------------------------------------
+    def _counters(self, t: int) -> tuple[int, float, int]:
+        s = self.sim
+        return s.task_insns(t), s.task_cycles(t), s.task_llc_misses(t)
+
+    def _running(self) -> tuple:
+        out = []
+        for c in range(self.sim.ncores):
+            wk = self.sim.running(c)
+            if wk is not None and not wk.is_async:
+                out.append((c, wk.task))
+        return tuple(out)
+
+    def tick(self) -> float | None:
+        now_set = self._running()
+        if now_set != self.run_set:
+            self._end_run()
+            self.run_set = now_set
+            self.run_start = {t: self._counters(t) for _, t in now_set}
+        for t in self.fair_all:
+            self._schedule(t)
+        return None
+
+    def _end_run(self) -> None:
+        """Section 4: a run ended; record a sample for each cache-fair thread in it that ran
+        at least ``min_run_insns`` instructions."""
+        rates = {}
+        for _, t in self.run_set:
+            i0, c0, m0 = self.run_start[t]
+            i1, c1, m1 = self._counters(t)
+            rates[t] = (i1 - i0, (m1 - m0) / (c1 - c0) if c1 > c0 else 0.0)
+        for _, t in self.run_set:
+            th = self.threads.get(t)
+            if th is None or not math.isnan(th.fair_rate) or rates[t][0] < self.min_run:
+                continue
+            th.samples_own.append(rates[t][1])
+            th.samples_co.append(sum(r for u, (_, r) in rates.items() if u != t))
+            if len(th.samples_own) >= self.nsamples:
+                self._estimate(t, th)
+
+    def _estimate(self, t: int, th: _Thread) -> None:
+        try:
+            a, b = fit_miss_rate(th.samples_own, th.samples_co)
+        except ValueError:
+            return  # co-runners all alike: keep sampling (section 3.2's limitation)
+        rate = fair_miss_rate(a, b, self.sim.ncores - 1)
+        if math.isnan(rate):
+            return
+        th.fair_rate = rate
+        th.sampled_at = self.sim.task_insns(t)
+        th.mark = self._counters(t)
+        self.estimates.append((self.sim.now, t, rate, a, b))
+
+    # --- scheduling phase -----------------------------------------------------------------------
+    def _schedule(self, t: int) -> None:
+        th = self.threads[t]
+        if math.isnan(th.fair_rate):
+            return
+        i1, c1, m1 = self._counters(t)
+        if th.mark is None:
+            if i1 >= self.nsamples * self.min_run:
+                th.mark = (i1, c1, m1)
+            return
+        i0, c0, m0 = th.mark
+        if i1 - i0 < self.interval or c1 <= c0:
+            return
+        th.mark = (i1, c1, m1)
+        ipc, rate = (i1 - i0) / (c1 - c0), (m1 - m0) / (c1 - c0)
+        core = max(self.sim.last_core(t), 0)
+        pen = self.penalty[core]
+        if rate * pen >= 1 or th.fair_rate * pen >= 1:
+            return
+        fair_insns = fair_ipc(ipc, rate, th.fair_rate, pen) * (c1 - c0)
+        freq = self.sim.core_config(core).operating_point(self.sim.level(core)).freq_ghz * 1e9
+        seconds = (fair_insns - (i1 - i0)) / (ipc * freq)
+        self._adjust(t, seconds)
+        if self.be_all:
+            be = self.be_all[self.next_be % len(self.be_all)]
+            self.next_be += 1
+            self._adjust(be, -seconds)
+            self.adjustments.append((self.sim.now, t, be, seconds))
+        else:
+            self.adjustments.append((self.sim.now, t, -1, seconds))
+        if self.given_rate is None and i1 - th.sampled_at >= self.resample:
+            # section 4: sample again every 1 G instructions
+            self.threads[t] = _Thread()
+
+    def _adjust(self, t: int, seconds: float) -> None:
+        self.extra[t] = self.extra.get(t, 0.0) + seconds
+        self.credit[t] = self.credit.get(t, 0.0) + seconds
+        core = max(self.sim.last_core(t), 0)
+        self.extra_until[t] = self.sim.task_runtime(t) + self.cfs_slice(core) \
+            + max(self.extra[t], 0.0)
+
+    def pick_next(self, core: int) -> int | None:
+        """``linux``'s pick (interrupts first, then the least runtime), the runtime less the
+        thread's credit (see the module)."""
+        q = self.sim.queue(core)
+        best, best_rt = None, math.inf
+        for idx, wk in enumerate(q):
+            if wk.is_async:
+                return idx
+            rt = self.sim.task_runtime(wk.task) - self.credit.get(wk.task, 0.0)
+            if rt < best_rt:
+                best, best_rt = idx, rt
+        return best
+
+    def time_slice(self, work, core: int) -> float:
+        base = self.cfs_slice(core)
+        t = work.task
+        x = self.extra.get(t)
+        if x is None:
+            return base
+        if self.sim.task_runtime(t) >= self.extra_until[t]:
+            del self.extra[t]  # the adjusted slice has been used
+            return base
+        return max(base + x, self.min_slice())

@@ -1,0 +1,38 @@
+"""``hrrs``: Hardware Round-Robin Scheduling on an asymmetric multicore (seed 001).
+
+Every hardware quantum (1 ms, section 4.1) the thread running on the big core swaps with the
+thread of a small core "chosen using a round-robin selection algorithm" (section 3.1), so that
+every logical core runs on every physical core type in turn and barrier-synchronised threads
+reach their barriers together. A small core in kernel mode is passed over for the next one in
+round-robin order; a big core in kernel mode delays the swap until it returns to user mode
+(section 3.2). The OS above is ``linux``, untouched (section 3.2: "leaves the operating system
+level scheduling untouched"). The machinery and its approximations are in
+:mod:`.asymmetric`; ``quantum_ms=4`` is the software implementation of Fig 5.
+"""
+from __future__ import annotations
+
+from .asymmetric import HardwareSwapper
+
+
+class HRRS(HardwareSwapper):
+    name = "hrrs"
+    summary = ("HRRS: linux above; every hardware quantum (1 ms) the big core's thread swaps "
+               "with a small core's, round-robin (asymmetric machines)")
+    source = "seed 001 (HRRS), sections 3.1, 3.2, 4.1, 4.2"
+
+    def __init__(self, quantum_ms: float = 1.0, retry_us: float = 10.0) -> None:
+        super().__init__(quantum_ms, retry_us)
+        self.next_small = 0  # the round-robin counter of section 3.2
+
+    def choose(self, big: int, candidates: list[int]) -> int | None:
+        # section 3.1/3.2: the next small core in round-robin order, skipping those in kernel
+        # mode (and idle ones, see asymmetric)
+        if not candidates:
+            return None
+        n = len(self.small)
+        for k in range(n):
+            c = self.small[(self.next_small + k) % n]
+            if c in candidates:
+                self.next_small = (self.small.index(c) + 1) % n
+                return c
+        return None
