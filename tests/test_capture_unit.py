@@ -230,6 +230,20 @@ def test_plugin_options_and_argv(tmp_path: Path) -> None:
     assert "-plugin" not in qm.qemu_argv(Path("/k"), Path("/i"), 512, 1)
 
 
+def test_kernel_args() -> None:
+    assert qm.kernel_append() == qm.KERNEL_APPEND
+    line = qm.kernel_append("  mitigations=auto  console=tty0 panic=10 ")
+    # The harness's console and panic come last, so they win; the user's words are kept.
+    assert line.split() == ["mitigations=auto", "console=tty0", "panic=10",
+                            *qm.HARNESS_KERNEL_ARGS.split()]
+    assert qm.kernel_append("").split() == qm.HARNESS_KERNEL_ARGS.split()
+    argv = qm.qemu_argv(Path("/k"), Path("/i"), 512, 1, append=line)
+    assert argv[argv.index("-append") + 1] == line
+    for bad in ("init=/bin/sh", "rdinit=/x", "a\nb", "é"):
+        with pytest.raises(ValueError, match="--kernel-args"):
+            qm.kernel_append(bad)
+
+
 # --- pysched trace ------------------------------------------------------------------------------
 
 
@@ -254,8 +268,11 @@ def test_manifest_fields(tmp_path: Path) -> None:
         plugin_options=f"out={out},sysmap=/b/guest/System.map,ram=512M", vcpus=2, ram_mib=512,
         roi="marker", data_accesses=False, timeout=600.0, argv=argv, result=result,
         console_text=con.console_text(_console(rc=0).encode()), out_dir=out,
+        kernel_append="pti=on " + qm.HARNESS_KERNEL_ARGS, kernel_args="pti=on",
     )
     json.dumps(m)  # JSON-ready
+    assert m["kernel_args"] == "pti=on"
+    assert m["kernel_append"] == "pti=on " + qm.HARNESS_KERNEL_ARGS
     assert m["command"] == "echo hi"
     assert m["date"] == "2025-01-02T03:04:05Z"
     assert m["kernel_version"] == "6.1.0-56-amd64"
@@ -367,3 +384,4 @@ def test_run_qemu_exit_status_and_stderr(tmp_path: Path) -> None:
     assert (r.returncode, r.timed_out, r.boot_hung) == (1, False, False)
     assert r.stderr == "bad option\n"
     assert "status 1" in qm.qemu_failed_message(r) and "bad option" in qm.qemu_failed_message(r)
+

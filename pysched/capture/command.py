@@ -119,6 +119,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="LEVEL", help="after the run, recompress the exec table at "
                         f"zstd LEVEL (default {COMPACT_LEVEL}; the plugin writes level 1): "
                         "about 1.26x smaller at 9, 1.38x at 19; see pysched/capture/compact.py")
+    parser.add_argument("--kernel-args", default=None, metavar="ARGS",
+                        help="the guest kernel's optional arguments (default: "
+                        f"{qm.DEFAULT_KERNEL_ARGS!r}); the harness adds "
+                        f"{qm.HARNESS_KERNEL_ARGS!r} after them; recorded in the manifest")
     parser.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
                         help="stop QEMU after this many seconds (default 600)")
     parser.add_argument("--roi", choices=("marker", "all"), default="marker",
@@ -257,6 +261,8 @@ class RunPlan:
     params: dict[str, str] = field(default_factory=dict)
     roi_seconds: float | None = None
     roi_insns: int | None = None
+    kernel_args: str = qm.DEFAULT_KERNEL_ARGS
+    append: str = qm.KERNEL_APPEND
 
 
 def plan_run(args: argparse.Namespace) -> RunPlan:
@@ -274,6 +280,11 @@ def plan_run(args: argparse.Namespace) -> RunPlan:
     """
     workload = _check_request(args)
     check_numbers(args, workload)
+    kernel_args = getattr(args, "kernel_args", None)
+    try:
+        append = qm.kernel_append(kernel_args)
+    except ValueError as e:
+        raise TraceUsageError(str(e)) from None
     params = _workload_params(workload, args.param)
     out = check_out_dir(args.out)
     try:
@@ -293,7 +304,9 @@ def plan_run(args: argparse.Namespace) -> RunPlan:
     return RunPlan(out=out, guest=guest, qemu=qemu, plugin=plugin, options=options,
                    ram_mib=ram_mib, boot_timeout=_boot_timeout(args), workload=workload,
                    params=params, roi_seconds=_roi_seconds(args, workload, guest.kind),
-                   roi_insns=args.roi_insns)
+                   roi_insns=args.roi_insns,
+                   kernel_args=qm.DEFAULT_KERNEL_ARGS if kernel_args is None else kernel_args,
+                   append=append)
 
 
 def _check_request(args: argparse.Namespace) -> wl.Workload | None:
@@ -582,6 +595,7 @@ def _run_claimed(plan: RunPlan, args: argparse.Namespace) -> int:
         parameters=plan.params, roi_bound=roi_bound, monitor=booted.summary,
         kernel_symbols=kernel_symbols, out_dir=out, compacted=compacted,
         incomplete=incomplete, outcome=outcome,
+        kernel_append=plan.append, kernel_args=plan.kernel_args,
     )
     mf.portable_plugin_info(out)
     # Last, and atomically: a trace directory with a manifest is a finished one.
@@ -612,7 +626,7 @@ def _prepare_boot(plan: RunPlan, args: argparse.Namespace, tmp: Path) -> _Boot:
     else:
         gst.write_initrd(guest.initramfs, gst.cmd_archive(args.cmd), initrd)
     boot.argv = qm.qemu_argv(guest.vmlinuz, initrd, plan.ram_mib, args.vcpus, plan.plugin,
-                             plan.options, plan.qemu, devices)
+                             plan.options, plan.qemu, devices, append=plan.append)
     return boot
 
 

@@ -1,9 +1,8 @@
 """The QEMU command line for a traced run, and running it.
 
 The guest is booted straight from ``-kernel``/``-initrd`` on a q35 machine under multi-threaded
-TCG, with the serial console on QEMU's stdout. The kernel options ``nokaslr`` and ``pti=off``
-are required by the plugin (it calibrates guest-physical addresses from the fixed kernel
-mapping and reads per-CPU data through the kernel's GS base).
+TCG, with the serial console on QEMU's stdout. The kernel's optional arguments are
+``--kernel-args`` (:func:`kernel_append`); the harness adds what it needs after them.
 """
 from __future__ import annotations
 
@@ -24,9 +23,52 @@ from pysched.capture.guest import REPO_ROOT
 #: The QEMU system emulator.
 QEMU = "qemu-system-x86_64"
 
-#: Kernel command line; ``nokaslr`` and ``pti=off`` are required by the plugin, ``panic=-1``
-#: with ``-no-reboot`` makes a guest crash end QEMU instead of hanging the run.
-KERNEL_APPEND = "console=ttyS0 nokaslr pti=off quiet panic=-1 loglevel=3"
+#: What the harness needs on the kernel command line, put after the optional arguments so
+#: that it wins (for these options the kernel keeps the last value; the last ``console=`` is
+#: ``/dev/console``): the serial console on ttyS0 (the console log, the guest's printing),
+#: kernel messages kept off it (``quiet loglevel=3``: the console log is parsed), and
+#: ``panic=-1`` with ``-no-reboot``, which makes a guest crash end QEMU instead of hanging.
+HARNESS_KERNEL_ARGS = "quiet loglevel=3 console=ttyS0 panic=-1"
+
+#: The guest kernel's optional arguments when ``--kernel-args`` is not given: ``nokaslr`` and
+#: ``pti=off`` are required by the plugin (it calibrates guest-physical addresses from the fixed
+#: kernel mapping and reads per-CPU data through the kernel's GS base).
+DEFAULT_KERNEL_ARGS = "nokaslr pti=off"
+
+#: The default kernel command line.
+KERNEL_APPEND = " ".join([*DEFAULT_KERNEL_ARGS.split(), HARNESS_KERNEL_ARGS])
+
+#: Options of the harness's own boot that ``--kernel-args`` may not change: the guest's
+#: ``/init`` (busybox) or the initrd's init (Debian) must run for the command and the markers.
+_FORBIDDEN_KERNEL_ARGS = ("init", "rdinit")
+
+#: x86's COMMAND_LINE_SIZE less the terminating zero.
+_MAX_CMDLINE = 2047
+
+
+def kernel_append(kernel_args: str | None = None) -> str:
+    """The kernel command line for ``kernel_args`` (None: :data:`DEFAULT_KERNEL_ARGS`).
+
+    Raises
+    ------
+    ValueError
+        For an argument the harness cannot honour (``init=``, ``rdinit=``), a character that
+        is not printable ASCII, or a line longer than the kernel accepts; the message names
+        ``--kernel-args``.
+    """
+    args = DEFAULT_KERNEL_ARGS if kernel_args is None else kernel_args
+    if any(not (0x20 <= ord(c) < 0x7F) for c in args):
+        raise ValueError("--kernel-args: only printable ASCII characters are accepted")
+    for word in args.split():
+        key = word.split("=", 1)[0]
+        if key in _FORBIDDEN_KERNEL_ARGS:
+            raise ValueError(f"--kernel-args: {word!r} is not accepted: the harness's init "
+                             "runs the command and the region markers")
+    line = " ".join([*args.split(), HARNESS_KERNEL_ARGS])
+    if len(line) > _MAX_CMDLINE:
+        raise ValueError(f"--kernel-args: the kernel command line would be {len(line)} "
+                         f"characters, more than the kernel's {_MAX_CMDLINE}")
+    return line
 
 #: The guest CPU: QEMU's default for TCG (qemu64) plus RDRAND, which TCG emulates (from the
 #: host's random source). The Debian kernel trusts RDRAND (CONFIG_RANDOM_TRUST_CPU=y) and so
@@ -213,6 +255,7 @@ def qemu_argv(
     options: str | None = None,
     qemu: str = QEMU,
     devices: Sequence[str] = (),
+    append: str = KERNEL_APPEND,
 ) -> list[str]:
     """The full QEMU command line.
 
@@ -232,6 +275,8 @@ def qemu_argv(
         The QEMU executable.
     devices : sequence of str
         More arguments (e.g. :func:`debian_devices`).
+    append : str
+        The kernel command line (:func:`kernel_append`).
 
     Returns
     -------
@@ -251,7 +296,7 @@ def qemu_argv(
         "-cpu", CPU_MODEL,
         "-kernel", str(kernel),
         "-initrd", str(initrd),
-        "-append", KERNEL_APPEND,
+        "-append", append,
     ]  # fmt: skip
     argv += list(devices)
     if plugin is not None:
@@ -552,6 +597,9 @@ def qemu_failed_message(result: QemuResult) -> str:
 __all__ = [
     "QEMU",
     "KERNEL_APPEND",
+    "DEFAULT_KERNEL_ARGS",
+    "HARNESS_KERNEL_ARGS",
+    "kernel_append",
     "MAX_RAM_MIB",
     "MAX_VCPUS",
     "CPU_MODEL",
