@@ -222,7 +222,8 @@ def test_plugin_options_and_argv(tmp_path: Path) -> None:
                         Path("/p/lib.so"), opts)
     assert argv[0] == qm.QEMU
     append = argv[argv.index("-append") + 1].split()
-    assert {"console=ttyS0", "nokaslr", "pti=off", "panic=-1"} <= set(append)
+    assert {"console=ttyS0", "panic=-1"} <= set(append)
+    assert "nokaslr" not in append and "pti=off" not in append  # the default needs neither
     assert argv[argv.index("-plugin") + 1] == "/p/lib.so," + opts
     assert argv[argv.index("-smp") + 1] == "2"
     assert argv[argv.index("-m") + 1] == "512M"
@@ -385,3 +386,22 @@ def test_run_qemu_exit_status_and_stderr(tmp_path: Path) -> None:
     assert r.stderr == "bad option\n"
     assert "status 1" in qm.qemu_failed_message(r) and "bad option" in qm.qemu_failed_message(r)
 
+
+def test_running_map_moves_kernel_image_symbols_only(tmp_path: Path) -> None:
+    import gzip as _gz
+    src = tmp_path / "kallsyms.txt"
+    src.write_text("000000000001fb80 A current_task\n"
+                   "ffffffff81000000 T _stext\n"
+                   "ffffffff81c00010 T entry_SYSCALL_64\n"
+                   "ffffffffc0200000 t virtio_init\t[virtio]\n")
+    d = tmp_path / "t"
+    d.mkdir()
+    (d / "plugin.json").write_text(json.dumps({"kaslr": {"found": True,
+                                                         "virtual_slide": 0x2c600000}}))
+    out = cmdmod.write_running_map(src, d)
+    lines = _gz.decompress(out.read_bytes()).decode().splitlines()
+    assert lines == ["000000000001fb80 A current_task", "ffffffffad600000 T _stext",
+                     "ffffffffae200010 T entry_SYSCALL_64"]
+    (d / "plugin.json").write_text(json.dumps({"kaslr": {"found": False, "reason": "x"}}))
+    with pytest.raises(ValueError, match="plugin.json: the plugin did not find"):
+        cmdmod.write_running_map(src, d)

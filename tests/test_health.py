@@ -153,3 +153,35 @@ def test_shipped_trace_with_unknown_syscall_threads(tmp_path: Path) -> None:
         table = table.set_column(i, "thread", zero)
         pq.write_table(table, part, compression="zstd", write_page_checksum=True)
     _fails(t, "unknown thread", "syscalls v0")
+
+
+def test_slide_not_confirmed_by_the_idt(tmp_path: Path) -> None:
+    f = _healthy()
+    f.plugin_info["kaslr"] = {"found": True, "virtual_slide": 0x200000,
+                              "verified_by_idt": False, "idt_handlers_outside_text": 40}
+    _fails(f.write(tmp_path / "t"), "not confirmed by the IDT (40 handlers")
+
+
+def test_slide_differs_from_kallsyms(tmp_path: Path) -> None:
+    f = _healthy()
+    f.plugin_info["kaslr"] = {"found": True, "virtual_slide": 0x200000, "verified_by_idt": True}
+    t = f.write(tmp_path / "t")
+    (t / "manifest.json").write_text(json.dumps({"complete": True, "kernel_symbols": {
+        "slide": 0x200000, "slide_kallsyms": 0x400000}}))
+    _fails(t, "/proc/kallsyms gives the slide 0x400000, the plugin found 0x200000")
+
+
+def test_frames_follow_phys_base(tmp_path: Path) -> None:
+    # A KASLR kernel loaded 16 MiB below its link address: kernel text at va - KBASE + base.
+    base = -0x1000000
+    f = _healthy()
+    f.plugin_info.update(phys_base=base % 2**64, phys_base_found=True,
+                         kaslr={"found": True, "virtual_slide": 0, "verified_by_idt": True})
+    for b in f.blocks.values():
+        if b.vaddr >= tf.KBASE:
+            b.paddrs = [p + base for p in b.paddrs]
+    status, out = _check(f.write(tmp_path / "t"))
+    assert status == 0 and "check frames: ok" in out, out
+    f.plugin_info["phys_base"] = 0  # the nokaslr rule no longer fits these frames
+    status, out = _check(f.write(tmp_path / "u"))
+    assert status == 1 and "kernel text at" in out and "(nokaslr)" in out, out

@@ -30,10 +30,10 @@ QEMU = "qemu-system-x86_64"
 #: ``panic=-1`` with ``-no-reboot``, which makes a guest crash end QEMU instead of hanging.
 HARNESS_KERNEL_ARGS = "quiet loglevel=3 console=ttyS0 panic=-1"
 
-#: The guest kernel's optional arguments when ``--kernel-args`` is not given: ``nokaslr`` and
-#: ``pti=off`` are required by the plugin (it calibrates guest-physical addresses from the fixed
-#: kernel mapping and reads per-CPU data through the kernel's GS base).
-DEFAULT_KERNEL_ARGS = "nokaslr pti=off"
+#: The guest kernel's optional arguments when ``--kernel-args`` is not given: none, so the
+#: kernel boots as a distribution's does (KASLR on, page-table isolation as the CPU calls for;
+#: the plugin finds the slide and reads through the kernel's page table, qemu-plugin/README.md).
+DEFAULT_KERNEL_ARGS = ""
 
 #: The default kernel command line.
 KERNEL_APPEND = " ".join([*DEFAULT_KERNEL_ARGS.split(), HARNESS_KERNEL_ARGS])

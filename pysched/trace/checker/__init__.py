@@ -11,7 +11,8 @@ Checks (each listed in the output with its violations, at most ``--limit`` shown
              ``plugin.json``'s per-vCPU ``icount`` equals the stream's total.
 ``syscalls`` (c) matched returns close an open entry of their thread; field values.
 ``frames``   (d) page offsets agree (``insns``), kernel text is at
-             ``vaddr - 0xffffffff80000000``, one frame per virtual page within a block.
+             ``vaddr - 0xffffffff80000000 + phys_base`` (``plugin.json``; 0 with nokaslr),
+             one frame per virtual page within a block.
 ``markers``  (e) ROI begin/end alternate and marks are inside a region.
 ``complete`` the trace is complete (see :mod:`pysched.trace.checker.preflight`): a manifest
              that says so, or a final ``plugin.json`` for a trace the plugin wrote alone.
@@ -121,7 +122,7 @@ def check_trace(trace: Trace, limit: int = 20) -> Report:
     check_parts(trace, report)
     idx = block_index(trace)
     check_blocks(idx, report)
-    check_frames(idx, report)
+    check_frames(idx, report, trace.plugin_info)
     vcpus = trace.all_vcpus()
     totals: dict[int, int | None] = {}
     syscalls: dict[int, pa.Table] = {}

@@ -11,7 +11,8 @@ with the probable cause in words:
 * a symbol map was given (``options.sysmap``) but the plugin never read the IDT
   (``idt_reads == 0``): no interrupt or exception can have been recognised;
 * a symbol map was given, the plugin looked for the kernel's slide (``plugin.json``'s
-  ``kaslr``) and did not find it;
+  ``kaslr``) and did not find it, or the IDT did not confirm it, or the guest's own
+  ``/proc/kallsyms`` (``manifest.json``'s ``kernel_symbols.slide_kallsyms``) gives another;
 * more than :data:`MAX_UNKNOWN_FRAMES` of the executed instructions have an unknown frame
   (a truncated block is counted with all its unknown instructions up to the number it
   retired: an upper bound, exact for whole blocks);
@@ -105,6 +106,20 @@ def check_health(trace: Trace, totals: dict[int, int | None], unknown: dict[int,
                                "not matched to the running kernel, so no interrupt, context "
                                "switch or wake-up was recognised; probable cause: the symbol "
                                f"map is not the running kernel's ({kaslr.get('reason', '?')})")
+
+    if sysmap and isinstance(kaslr, dict) and kaslr.get("found"):
+        if not kaslr.get("verified_by_idt"):
+            report.add(HEALTH, pj, "the kernel's slide was not confirmed by the IDT ("
+                                   f"{kaslr.get('idt_handlers_outside_text', '?')} handlers "
+                                   "outside the kernel text moved by it); probable cause: the "
+                                   "symbol map is not the running kernel's")
+        ks = (trace.manifest or {}).get("kernel_symbols") or {}
+        if ks.get("slide_kallsyms") is not None and ks["slide_kallsyms"] != kaslr.get(
+                "virtual_slide"):
+            report.add(HEALTH, Location("manifest.json"),
+                       f"the guest's /proc/kallsyms gives the slide {ks['slide_kallsyms']:#x}, "
+                       f"the plugin found {int(kaslr.get('virtual_slide') or 0):#x}; probable "
+                       "cause: the symbol map is not the running kernel's")
 
     if sysmap and "idt_reads" in info and not info["idt_reads"]:
         report.add(HEALTH, pj, "the plugin never read the IDT although a symbol map was "
