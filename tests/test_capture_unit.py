@@ -207,7 +207,8 @@ def test_parse_ram() -> None:
     assert qm.parse_ram("512M") == 512
     assert qm.parse_ram("512") == 512
     assert qm.parse_ram("1G") == 1024
-    for bad in ["", "12X", "0M", "3G"]:
+    assert qm.parse_ram("8G") == 8192
+    for bad in ["", "12X", "0M", "9G"]:
         with pytest.raises(ValueError):
             qm.parse_ram(bad)
 

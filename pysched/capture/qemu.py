@@ -83,9 +83,11 @@ CPU_MODEL = "qemu64,+rdrand"
 #: refuses 256 and more ("APIC ID 255 requires x2APIC feature in CPU").
 MAX_VCPUS = 255
 
-#: Largest guest RAM the plugin supports (q35 keeps up to 2 GiB in one block below the PCI
-#: hole; see qemu-plugin/README.md).
-MAX_RAM_MIB = 2048
+#: Largest guest RAM accepted: the largest tested (tests/test_guest_highmem.py). The plugin
+#: follows q35's layout for any size (RAM from 0xb0000000 bytes on is 2 GiB below 4 GiB and
+#: the rest above it; qemu-plugin/README.md), so the limit is what was tried, not a known
+#: failure (QEMU maps guest RAM lazily: the host provides what the guest touches).
+MAX_RAM_MIB = 8192
 
 # After SIGTERM (on timeout) QEMU gets this long to shut down, which lets the plugin flush its
 # tables, before it is killed.
@@ -131,8 +133,7 @@ def parse_ram(text: str) -> int:
         raise ValueError(f"bad RAM size {text!r}: must be positive")
     if mib > MAX_RAM_MIB:
         raise ValueError(
-            f"RAM {text!r} is above {MAX_RAM_MIB}M, the most the plugin supports "
-            f"(guest RAM must be one block below the PCI hole)"
+            f"RAM {text!r} is above {MAX_RAM_MIB}M, the largest size tested with the plugin"
         )
     return mib
 
