@@ -132,3 +132,39 @@ def test_sysloop_syscalls_and_timer_interrupts(capture) -> None:
     assert (mine.nr == 1).sum() >= kernel["syscw"] - kernel["syscw0"] == SYSLOOP_N
     it = t.df("interrupts")
     assert (it[it.kind == 0].vector == LOCAL_TIMER_VECTOR).sum() > 10
+
+
+def test_kaslr_with_a_map_that_cannot_give_the_slide_fails_check(tmp_path: Path) -> None:
+    """The issue's case: a KASLR kernel traced with symbols the plugin cannot place. A guest
+    build whose System.map lacks entry_SYSCALL_64: the plugin uses the map's link-time
+    addresses as they are, so no IDT, __switch_to or wake-up is where it looks; check fails
+    with the probable cause, and the trace is not analysed."""
+    try:
+        guest = locate_guest()
+    except GuestNotBuiltError as e:
+        pytest.skip(str(e))
+    build = guest.system_map.parent
+    fake = tmp_path / "guest"
+    fake.mkdir()
+    for p in build.iterdir():
+        if p.name != "System.map":
+            (fake / p.name).symlink_to(p)
+    lines = guest.system_map.read_text().splitlines()
+    (fake / "System.map").write_text("\n".join(
+        ln for ln in lines if not ln.endswith(" entry_SYSCALL_64")) + "\n")
+    out = tmp_path / "t"
+    r = subprocess.run([sys.executable, "-m", "pysched.cli", "trace", "--guest", "busybox",
+                        "--guest-dir", str(fake), "--cmd", "sysloop 100; spin 5 & spin 5 & wait",
+                        "--out", str(out), "--vcpus", "2", "--kernel-args", ""],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    info = open_trace(out).plugin_info
+    assert info["kaslr"]["found"] is False
+    r = subprocess.run([sys.executable, "-m", "pysched.cli", "check", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stdout[-3000:]
+    assert "check health:" in r.stdout and "slide was not found" in r.stdout
+    assert "entry_SYSCALL_64" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "pysched.cli", "analyse", str(out), "--out",
+                        str(tmp_path / "res")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1 and "slide was not found" in r.stderr
