@@ -29,7 +29,8 @@ import time
 from pathlib import Path
 
 from pysched.capture.guest import locate_guest, write_run_initrd
-from pysched.capture.qemu import default_plugin_path, plugin_options, qemu_argv, qemu_version
+from pysched.capture.qemu import (default_plugin_path, kernel_append, plugin_options, qemu_argv,
+                                  qemu_version)
 
 REPO = Path(__file__).resolve().parents[1]
 CONTRIB = REPO / "build" / "qemu-src" / "contrib" / "plugins"
@@ -102,18 +103,23 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks/results/tracer.json")
     ap.add_argument("--workload", default=WORKLOAD)
+    ap.add_argument("--plugin", type=Path, default=None,
+                    help="the plugin to measure (default: qemu-plugin/build's)")
+    ap.add_argument("--kernel-args", default=None,
+                    help="the guest kernel's optional arguments (default: pysched trace's)")
     ap.add_argument("--execlog-cap", type=float, default=20.0,
                     help="stop execlog after this many times plain TCG's wall time")
     args = ap.parse_args()
 
     guest = locate_guest()
-    plugin = default_plugin_path()
+    plugin = args.plugin or default_plugin_path()
     if not plugin.is_file():
         sys.exit("benchmark: plugin not built; run `make plugin`")
     with tempfile.TemporaryDirectory(prefix="pysched-bench-") as tmp:
         tmp = Path(tmp)
         initrd = write_run_initrd(guest.initramfs, args.workload, tmp / "run.img")
-        base = qemu_argv(guest.vmlinuz, initrd, RAM_MIB, VCPUS)
+        append = kernel_append(args.kernel_args)
+        base = qemu_argv(guest.vmlinuz, initrd, RAM_MIB, VCPUS, append=append)
         peers = {name: build_peer(name, tmp) for name in ("execlog", "hotblocks", "bbv")}
 
         def ours(name: str, data: bool) -> list[str]:
@@ -149,6 +155,7 @@ def main() -> int:
         "workload": args.workload,
         "vcpus": VCPUS,
         "ram_mib": RAM_MIB,
+        "kernel_append": append,
         "qemu": qemu_version(),
         "kernel": guest.kernel_version,
         "host": {"cpus": os.cpu_count(), "machine": platform.machine()},

@@ -29,9 +29,23 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 /* Constants                                                                                 */
 
 #define SCHEMA_VERSION "1"
-#define KTEXT_START 0xffffffff80000000ULL /* __START_KERNEL_map: maps physical 0 (nokaslr) */
+#define KTEXT_START 0xffffffff80000000ULL /* __START_KERNEL_map: maps phys_base (0 with nokaslr) */
 #define KTEXT_END 0xffffffffc0000000ULL
 #define KERNEL_HALF 0xffff800000000000ULL
+/* KASLR moves the kernel image (virtually and physically) by multiples of CONFIG_PHYSICAL_ALIGN,
+ * which x86_64 requires to be a multiple of 2 MiB. */
+#define KASLR_ALIGN 0x200000ULL
+/* The RAM calibration: the first block translated at or above 1 MiB and below 2 GiB runs from
+ * guest RAM at an identity address (firmware, boot loader or the kernel's decompressor, with
+ * paging off or identity-mapped: nothing else runs before them), so that haddr - vaddr is the
+ * host address of guest-physical 0. Below 1 MiB are the option ROMs and the BIOS. */
+#define IDENT_LO 0x100000ULL
+#define IDENT_HI 0x80000000ULL
+#define GIB4 0x100000000ULL
+/* q35 keeps all RAM below 4 GiB up to 0xb0000000 - 1 bytes; from 0xb0000000 on, 2 GiB below
+ * and the rest from 4 GiB (QEMU's pc_q35_init; no max-ram-below-4g given). */
+#define Q35_SPLIT 0xb0000000ULL
+#define Q35_LOWMEM 0x80000000ULL
 #define PADDR_UNKNOWN UINT64_MAX
 #define BLOCK_NONE UINT32_MAX /* block_retired when no recorded block was interrupted */
 
@@ -184,6 +198,7 @@ typedef struct {
     uint64_t exec_rows;    /* rows appended to this vCPU's exec stream */
     Block *pending;        /* the block that started last, not yet counted */
     uint64_t switches;     /* context switches seen, to pace IDT refreshes */
+    bool after_syscall;    /* a `syscall` ran and no slide probe has run since (KASLR) */
     uint64_t window_start; /* icount when the current window began */
     bool done;             /* roi_insns reached: records nothing more in this window */
     GByteArray *scratch;
@@ -206,6 +221,19 @@ static struct {
     uint64_t sym_idt, sym_current, sym_switch_to;
     uint64_t sym_wake[WAKE_N]; /* by kind; 0 when the map lacks the function: no such rows */
     bool have_current;
+    /* KASLR: the map's (link-time) addresses of the symbols above are moved by `slide` once it
+     * is found; until then no kernel-text symbol is used (syms_ready false). */
+    uint64_t map_entry, map_stext, map_etext; /* entry_SYSCALL_64, _stext, _etext */
+    uint64_t map_sinit, map_einit;            /* _sinittext, _einittext */
+    uint64_t slide;
+    bool slide_found, syms_ready, slide_verified;
+    uint64_t idt_outside_text; /* IDT handlers outside the slid kernel text at verification */
+    /* RAM layout (from ram=): bytes below 4 GiB; the rest is at 4 GiB */
+    uint64_t lowmem;
+    /* kernel physical base: pa = va - KTEXT_START + phys_base for the kernel image */
+    uint64_t phys_base;
+    bool phys_base_set;
+    uint64_t pti_reads; /* kernel reads done by a walk of the kernel page table (PTI) */
     /* run state */
     qemu_plugin_id_t id;
     Mode mode;
@@ -447,13 +475,103 @@ static uint64_t reg_read(VCPU *vs, int r)
     return v;
 }
 
+/* Host pointer of LEN bytes of guest RAM at guest-physical PA (the inverse of to_paddr), or
+ * NULL when they are not known to be RAM (needs the calibration and ram=). */
+static uint8_t *ram_host(uint64_t pa, size_t len)
+{
+    if (!S.ram_base_set || !S.ram) {
+        return NULL;
+    }
+    uint64_t off;
+    if (pa + len <= S.lowmem) {
+        off = pa;
+    } else if (pa >= GIB4) {
+        off = S.lowmem + (pa - GIB4);
+    } else {
+        return NULL;
+    }
+    if (off + len > S.ram) {
+        return NULL;
+    }
+    return (uint8_t *)(uintptr_t)(S.ram_base + off);
+}
+
+/*
+ * Read kernel memory at VA through the kernel's page table, for a vCPU on the user page table
+ * of page-table isolation (PTI): there CR3 is the kernel's PGD with bit 12 set (the user half
+ * of an 8 KiB PGD pair; bit 11 of the PCID, when PCIDs are on, marks the user ASID), and the
+ * kernel's per-CPU data, task structs and IDT are not mapped. A 4-level walk (the guest CPU has
+ * no LA57) over guest RAM read through QEMU's host mapping of it; 1 GiB and 2 MiB pages are
+ * followed. The read is racy like any read of live guest memory, as the API's own is.
+ */
+static bool kernel_walk_read(VCPU *vs, uint64_t va, void *dst, size_t len)
+{
+    uint64_t cr3 = reg_read(vs, R_CR3);
+    if (!(cr3 & 0x1000)) {
+        return false; /* not a PTI user CR3: the kernel's own table failed, nothing to add */
+    }
+    const uint64_t addr_mask = 0x000ffffffffff000ULL;
+    uint8_t *out = dst;
+    while (len) {
+        uint64_t table = cr3 & addr_mask & ~0x1fffULL, pa = 0;
+        bool ok = false;
+        for (int level = 3; level >= 0; level--) {
+            unsigned idx = (va >> (12 + 9 * level)) & 511;
+            uint64_t *e = (uint64_t *)ram_host(table + 8 * idx, 8);
+            if (!e) {
+                return false;
+            }
+            uint64_t pte = __atomic_load_n(e, __ATOMIC_RELAXED);
+            if (!(pte & 1)) {
+                return false;
+            }
+            if (level == 0 || ((level == 1 || level == 2) && (pte & 0x80))) {
+                uint64_t size = 1ULL << (12 + 9 * level);
+                pa = (pte & addr_mask & ~(size - 1)) | (va & (size - 1));
+                ok = true;
+                break;
+            }
+            table = pte & addr_mask;
+        }
+        if (!ok) {
+            return false;
+        }
+        size_t chunk = MIN(len, 0x1000 - (va & 0xfff));
+        uint8_t *h = ram_host(pa, chunk);
+        if (!h) {
+            return false;
+        }
+        memcpy(out, h, chunk);
+        out += chunk;
+        va += chunk;
+        len -= chunk;
+    }
+    __atomic_add_fetch(&S.pti_reads, 1, __ATOMIC_RELAXED);
+    return true;
+}
+
 static bool mem_read(VCPU *vs, uint64_t va, void *dst, size_t len)
 {
     if (!qemu_plugin_read_memory_vaddr(va, vs->scratch, len)) {
-        return false;
+        return va >= KERNEL_HALF && kernel_walk_read(vs, va, dst, len);
     }
     memcpy(dst, vs->scratch->data, len);
     return true;
+}
+
+/* The address space of an event: CR3, but for a vCPU on a PTI user page table the kernel's
+ * CR3 of the same process (bit 12 and the user-PCID bit 11 cleared), as __switch_to and
+ * kernel-mode events see it. PTI is recognised by a kernel read that needed the walk above
+ * (the IDT is read at every region begin, from user mode). */
+static uint64_t event_cr3(VCPU *vs)
+{
+    uint64_t cr3 = reg_read(vs, R_CR3);
+    /* PTI is on for the whole system or not at all, and kernel PGDs are then 8 KiB aligned:
+     * once a walk was needed, bit 12 marks a user CR3. */
+    if ((cr3 & 0x1000) && __atomic_load_n(&S.pti_reads, __ATOMIC_RELAXED)) {
+        cr3 &= ~0x1800ULL;
+    }
+    return cr3;
 }
 
 /* The running task_struct: current_task through whichever GS base holds the kernel's. */
@@ -485,7 +603,7 @@ static bool vector_has_error_code(int v)
 static bool idt_refresh(VCPU *vs)
 {
     uint8_t idt[256 * 16];
-    if (!S.sym_idt || !mem_read(vs, S.sym_idt, idt, sizeof(idt))) {
+    if (!S.syms_ready || !S.sym_idt || !mem_read(vs, S.sym_idt, idt, sizeof(idt))) {
         return false;
     }
     S.n_idt_reads++;
@@ -583,6 +701,75 @@ static inline bool bound_reached(VCPU *vs)
     return true;
 }
 
+/*
+ * KASLR. The kernel's virtual slide is where entry_SYSCALL_64 runs less where the map puts it:
+ * the first kernel block a vCPU executes after a user `syscall` is the one at MSR_LSTAR, which
+ * Linux sets to entry_SYSCALL_64 (with or without PTI). The slide is a multiple of 2 MiB, so
+ * only blocks at the map's address plus a multiple of 2 MiB are probed; the probe that follows
+ * a `syscall` on its vCPU is the entry. Then every kernel-image symbol of the map is moved by
+ * the slide, and the IDT read at the moved idt_table verifies it: every present gate must
+ * point into the moved [_stext, _etext) or [_sinittext, _einittext) (unused vectors keep the
+ * early boot handlers of .init.text).
+ */
+static void slide_found(VCPU *vs, uint64_t entry_va)
+{
+    g_mutex_lock(&S.lock);
+    if (S.slide_found) {
+        g_mutex_unlock(&S.lock);
+        return;
+    }
+    S.slide = entry_va - S.map_entry;
+    uint64_t *syms[] = {&S.sym_idt, &S.sym_switch_to, &S.sym_wake[WAKE_TTWU],
+                        &S.sym_wake[WAKE_NEW], &S.sym_wake[WAKE_DONE]};
+    for (size_t i = 0; i < G_N_ELEMENTS(syms); i++) {
+        if (*syms[i] >= KTEXT_START) {
+            *syms[i] += S.slide;
+        }
+    }
+    S.slide_found = true;
+    S.syms_ready = true;
+    g_mutex_unlock(&S.lock);
+    uint8_t idt[256 * 16];
+    if (S.map_stext && S.map_etext && mem_read(vs, S.sym_idt, idt, sizeof(idt))) {
+        uint64_t lo = S.map_stext + S.slide, hi = S.map_etext + S.slide, outside = 0, present = 0;
+        for (int v = 0; v < 256; v++) {
+            const uint8_t *g = idt + 16 * v;
+            if (!(g[5] & 0x80)) {
+                continue;
+            }
+            uint64_t off = (uint64_t)g[0] | (uint64_t)g[1] << 8 | (uint64_t)g[6] << 16 |
+                           (uint64_t)g[7] << 24 | (uint64_t)g[8] << 32 | (uint64_t)g[9] << 40 |
+                           (uint64_t)g[10] << 48 | (uint64_t)g[11] << 56;
+            present++;
+            bool init = S.map_sinit && off >= S.map_sinit + S.slide && off < S.map_einit + S.slide;
+            outside += (off < lo || off >= hi) && !init;
+        }
+        S.idt_outside_text = outside;
+        S.slide_verified = present > 0 && outside == 0;
+    }
+    /* Blocks translated so far were matched against no kernel symbol: translate again. */
+    if (S.mode == MODE_FULL) {
+        idt_refresh(vs);
+        request_reset(MODE_FULL);
+    }
+}
+
+/* A user `syscall` is about to run (light mode; in full mode vcpu_insn_exec does this). */
+static void vcpu_syscall_seen(unsigned int cpu, void *udata)
+{
+    S.vcpus[cpu].after_syscall = true;
+}
+
+/* A kernel block at the map's entry_SYSCALL_64 plus a multiple of 2 MiB starts. */
+static void vcpu_slide_probe(unsigned int cpu, void *udata)
+{
+    VCPU *vs = &S.vcpus[cpu];
+    if (vs->after_syscall && !S.slide_found) {
+        slide_found(vs, (uint64_t)(uintptr_t)udata);
+    }
+    vs->after_syscall = false;
+}
+
 /* The common case: a block starts. */
 static void vcpu_tb_exec(unsigned int cpu, void *udata)
 {
@@ -622,7 +809,7 @@ static void interrupt_row(VCPU *vs, uint64_t icount, int kind, uint64_t thread, 
     size_t r = ev_row(vs, T_INTERRUPTS, icount);
     COL(t, IR_KIND, uint8_t)[r] = kind;
     COL(t, IR_THREAD, uint64_t)[r] = thread;
-    COL(t, IR_CR3, uint64_t)[r] = reg_read(vs, R_CR3);
+    COL(t, IR_CR3, uint64_t)[r] = event_cr3(vs);
     COL(t, IR_VECTOR, int16_t)[r] = vector;
     COL(t, IR_ERROR_CODE, uint64_t)[r] = error_code;
     COL(t, IR_USER, uint8_t)[r] = user;
@@ -673,7 +860,7 @@ static void context_switch(VCPU *vs)
     size_t r = ev_row(vs, T_SWITCHES, vs->icount);
     COL(t, SW_PREV, uint64_t)[r] = reg_read(vs, R_RDI);
     COL(t, SW_NEXT, uint64_t)[r] = reg_read(vs, R_RSI);
-    COL(t, SW_CR3, uint64_t)[r] = reg_read(vs, R_CR3);
+    COL(t, SW_CR3, uint64_t)[r] = event_cr3(vs);
     /* The IDT is final long before user space runs; re-reading it now and then costs little. */
     if (vs->switches++ % IDT_REFRESH_SWITCHES == 0 && idt_refresh(vs)) {
         request_reset(MODE_FULL);
@@ -737,7 +924,7 @@ static void syscall_row(VCPU *vs, uint64_t icount, int kind, uint64_t thread, in
     size_t r = ev_row(vs, T_SYSCALLS, icount);
     COL(t, SC_KIND, uint8_t)[r] = kind;
     COL(t, SC_THREAD, uint64_t)[r] = thread;
-    COL(t, SC_CR3, uint64_t)[r] = reg_read(vs, R_CR3);
+    COL(t, SC_CR3, uint64_t)[r] = event_cr3(vs);
     COL(t, SC_ABI, uint8_t)[r] = abi;
     COL(t, SC_NR, int64_t)[r] = nr;
     for (int i = 0; i < 6; i++) {
@@ -771,6 +958,9 @@ static void vcpu_insn_exec(unsigned int cpu, void *udata)
     }
     /* the event's icount counts this instruction */
     uint64_t icount = vs->icount + idx + 1;
+    if (flags & F_SYSCALL) {
+        vs->after_syscall = true;
+    }
 
     if (flags & F_MARKER) {
         uint64_t cmd = reg_read(vs, R_RAX) & 0xffffffffu, value = reg_read(vs, R_RDI);
@@ -780,16 +970,16 @@ static void vcpu_insn_exec(unsigned int cpu, void *udata)
             S.begin_vcpu = (int)cpu;
             S.begin_value = value;
             S.begin_thread = read_thread(vs);
-            S.begin_cr3 = reg_read(vs, R_CR3);
+            S.begin_cr3 = event_cr3(vs);
             request_reset(MODE_FULL);
         } else if (S.tracing && !vs->done && (cmd == MARK_USER || cmd == MARK_BEGIN ||
                                               (cmd == MARK_END && S.roi_all))) {
             marker_row(vs, cmd == MARK_USER ? 2 : cmd == MARK_BEGIN ? 0 : 1, value,
-                       read_thread(vs), reg_read(vs, R_CR3), icount);
+                       read_thread(vs), event_cr3(vs), icount);
         } else if (S.tracing && cmd == MARK_END) {
             /* A vCPU stopped by roi_insns has no stream left to place the row in. */
             if (!vs->done) {
-                marker_row(vs, 1, value, read_thread(vs), reg_read(vs, R_CR3), icount);
+                marker_row(vs, 1, value, read_thread(vs), event_cr3(vs), icount);
             }
             S.tracing = false;
             request_reset(MODE_LIGHT);
@@ -876,26 +1066,50 @@ static unsigned decode_flags(const uint8_t *p, size_t n)
     return 0;
 }
 
-/* Guest-physical address of host pointer H into guest RAM (see README: calibration). */
+/* Guest-physical address of host pointer H into guest RAM (see README: calibration). Guest
+ * RAM is one host allocation; on q35 its first `lowmem` bytes are at guest-physical 0 and the
+ * rest at 4 GiB. */
 static uint64_t to_paddr(void *h)
 {
     if (!h || !S.ram_base_set || (uint64_t)(uintptr_t)h < S.ram_base) {
         return PADDR_UNKNOWN;
     }
-    uint64_t pa = (uint64_t)(uintptr_t)h - S.ram_base;
-    return (S.ram && pa >= S.ram) ? PADDR_UNKNOWN : pa;
+    uint64_t off = (uint64_t)(uintptr_t)h - S.ram_base;
+    if (!S.ram) {
+        return off < IDENT_HI ? off : PADDR_UNKNOWN; /* size unknown: the first 2 GiB only */
+    }
+    if (off >= S.ram) {
+        return PADDR_UNKNOWN;
+    }
+    return off < S.lowmem ? off : GIB4 + (off - S.lowmem);
 }
 
+/* Called under S.lock for the first instruction of every translated block. */
 static void calibrate(uint64_t va, void *h)
 {
-    if (!h || va < KTEXT_START || va >= KTEXT_END) {
+    if (!h) {
         return;
     }
-    uint64_t base = (uint64_t)(uintptr_t)h - (va - KTEXT_START);
     if (!S.ram_base_set) {
-        S.ram_base = base;
-        S.ram_base_set = true;
-    } else if (base != S.ram_base) {
+        uint64_t hi = S.ram ? MIN(S.lowmem, IDENT_HI) : IDENT_HI;
+        if (va >= IDENT_LO && va < hi) {
+            S.ram_base = (uint64_t)(uintptr_t)h - va;
+            S.ram_base_set = true;
+        }
+        return;
+    }
+    if (va < KTEXT_START || va >= KTEXT_END) {
+        return;
+    }
+    /* Kernel image: pa = va - KTEXT_START + phys_base, phys_base a multiple of 2 MiB. */
+    uint64_t pa = to_paddr(h);
+    uint64_t base = pa - (va - KTEXT_START);
+    if (pa == PADDR_UNKNOWN || base % KASLR_ALIGN) {
+        S.ram_base_mismatch++;
+    } else if (!S.phys_base_set) {
+        S.phys_base = base;
+        S.phys_base_set = true;
+    } else if (base != S.phys_base) {
         S.ram_base_mismatch++;
     }
 }
@@ -911,15 +1125,27 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 
     g_mutex_lock(&S.lock);
     calibrate(va, qemu_plugin_insn_haddr(qemu_plugin_tb_get_insn(tb, 0)));
+    /* Until the slide is found: probe blocks where entry_SYSCALL_64 may be (see above). */
+    bool probe = S.map_entry && !S.slide_found && va >= KTEXT_START && va < KTEXT_END &&
+                 (va - S.map_entry) % KASLR_ALIGN == 0;
+    if (probe) {
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, vcpu_slide_probe, QEMU_PLUGIN_CB_R_REGS,
+                                             (void *)(uintptr_t)va);
+    }
     if (S.mode == MODE_LIGHT) {
+        bool want_syscalls = S.map_entry && !S.slide_found;
         g_mutex_unlock(&S.lock);
         for (size_t i = 0; i < n; i++) {
             struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
             size_t sz = qemu_plugin_insn_data(insn, bytes, sizeof(bytes));
-            if (decode_flags(bytes, sz) == F_MARKER) {
+            unsigned f = decode_flags(bytes, sz);
+            if (f == F_MARKER) {
                 qemu_plugin_register_vcpu_insn_exec_cb(insn, vcpu_insn_exec,
                                                        QEMU_PLUGIN_CB_R_REGS,
                                                        INSN_UD(i, F_MARKER));
+            } else if (f == F_SYSCALL && want_syscalls) {
+                qemu_plugin_register_vcpu_insn_exec_cb(insn, vcpu_syscall_seen,
+                                                       QEMU_PLUGIN_CB_NO_REGS, NULL);
             }
         }
         return;
@@ -932,9 +1158,9 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     b->sizes = g_new(uint8_t, n);
     gpointer vec = S.handlers ? g_hash_table_lookup(S.handlers, &va) : NULL;
     b->vector = vec ? (int16_t)(GPOINTER_TO_INT(vec) - 1) : -1;
-    b->is_switch = S.sym_switch_to && va == S.sym_switch_to;
+    b->is_switch = S.syms_ready && S.sym_switch_to && va == S.sym_switch_to;
     b->wake = 0;
-    for (int k = WAKE_TTWU; k < WAKE_N; k++) {
+    for (int k = WAKE_TTWU; k < WAKE_N && S.syms_ready; k++) {
         if (S.sym_wake[k] && va == S.sym_wake[k]) {
             b->wake = (uint8_t)k;
         }
@@ -1135,6 +1361,22 @@ static void write_plugin_json(bool final)
     g_string_append(s, "},\n");
     g_string_append_printf(s, "  \"ram_base_calibrated\": %s,\n  \"ram_base_mismatches\": %"
                            PRIu64 ",\n", S.ram_base_set ? "true" : "false", S.ram_base_mismatch);
+    if (S.sysmap) {
+        const char *reason = S.slide_found ? "" : !S.map_entry
+            ? "the symbol map has no entry_SYSCALL_64" : "no user system call was seen yet";
+        g_string_append_printf(s, "  \"kaslr\": {\"found\": %s, \"virtual_slide\": %" PRIu64
+                               ", \"verified_by_idt\": %s, \"idt_handlers_outside_text\": %"
+                               PRIu64 ", \"reason\": \"%s\"},\n",
+                               S.slide_found ? "true" : "false", S.slide,
+                               S.slide_verified ? "true" : "false", S.idt_outside_text, reason);
+    }
+    g_string_append_printf(s, "  \"phys_base_found\": %s,\n  \"phys_base\": %" PRIu64
+                           ",\n  \"kernel_phys_start\": %" PRIu64 ",\n  \"lowmem\": %" PRIu64
+                           ",\n  \"pti_walk_reads\": %" PRIu64 ",\n",
+                           S.phys_base_set ? "true" : "false", S.phys_base,
+                           (uint64_t)(S.phys_base_set && S.map_stext
+                               ? S.map_stext + S.slide - KTEXT_START + S.phys_base : 0),
+                           S.lowmem, S.pti_reads);
     g_string_append_printf(s, "  \"vcpus\": %u,\n  \"windows\": %" PRIu64 ",\n  \"blocks\": %"
                            PRIu64 ",\n  \"idt_reads\": %" PRIu64 ",\n  \"idt_shared_handlers\": %"
                            PRIu64 ",\n  \"iret_to_self\": %" PRIu64 ",\n  \"parts\": %" PRIu64
@@ -1243,6 +1485,16 @@ static bool load_sysmap(const char *path)
             pcpu_hot = addr;
         } else if (!strcmp(name, "__switch_to")) {
             S.sym_switch_to = addr;
+        } else if (!strcmp(name, "entry_SYSCALL_64")) {
+            S.map_entry = addr;
+        } else if (!strcmp(name, "_stext")) {
+            S.map_stext = addr;
+        } else if (!strcmp(name, "_etext")) {
+            S.map_etext = addr;
+        } else if (!strcmp(name, "_sinittext")) {
+            S.map_sinit = addr;
+        } else if (!strcmp(name, "_einittext")) {
+            S.map_einit = addr;
         }
         for (int k = WAKE_TTWU; k < WAKE_N; k++) {
             if (!strcmp(name, WAKE_SYMBOLS[k])) {
@@ -1377,6 +1629,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     if (!parse_options(argc, argv) || (S.sysmap && !load_sysmap(S.sysmap)) || !prepare_out()) {
         return -1;
     }
+    /* A map without entry_SYSCALL_64 gives no way to find a slide: its addresses are used as
+     * they are (a kernel booted with nokaslr), and plugin.json says the slide was not found. */
+    S.syms_ready = !S.map_entry;
+    S.lowmem = S.ram >= Q35_SPLIT ? Q35_LOWMEM : S.ram;
     S.id = id;
     clock_gettime(CLOCK_MONOTONIC, &S.t0);
     g_mutex_init(&S.lock);

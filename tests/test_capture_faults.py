@@ -40,6 +40,9 @@ def _args(*argv: str) -> argparse.Namespace:
     (("find", "--roi-seconds", "inf"), "--roi-seconds must be a finite number"),
     (("find", "--warmup", "500", "--roi-seconds", "200"), "do not fit in --timeout 600"),
     (("find", "--warmup", "400", "--roi-insns", "5M"), "leaves no time for the region"),
+    (("--cmd", "true", "--kernel-args", "rdinit=/bin/sh"), "--kernel-args: 'rdinit=/bin/sh'"),
+    (("--cmd", "true", "--kernel-args", "a\tb"), "--kernel-args: only printable ASCII"),
+    (("--cmd", "true", "--kernel-args", "x" * 3000), "--kernel-args: the kernel command line"),
 ])
 def test_bad_numbers_exit_2_naming_the_argument(tmp_path: Path, capsys, argv, message) -> None:
     out = tmp_path / "o"

@@ -207,7 +207,8 @@ def test_parse_ram() -> None:
     assert qm.parse_ram("512M") == 512
     assert qm.parse_ram("512") == 512
     assert qm.parse_ram("1G") == 1024
-    for bad in ["", "12X", "0M", "3G"]:
+    assert qm.parse_ram("8G") == 8192
+    for bad in ["", "12X", "0M", "9G"]:
         with pytest.raises(ValueError):
             qm.parse_ram(bad)
 
@@ -222,12 +223,27 @@ def test_plugin_options_and_argv(tmp_path: Path) -> None:
                         Path("/p/lib.so"), opts)
     assert argv[0] == qm.QEMU
     append = argv[argv.index("-append") + 1].split()
-    assert {"console=ttyS0", "nokaslr", "pti=off", "panic=-1"} <= set(append)
+    assert {"console=ttyS0", "panic=-1"} <= set(append)
+    assert "nokaslr" not in append and "pti=off" not in append  # the default needs neither
     assert argv[argv.index("-plugin") + 1] == "/p/lib.so," + opts
     assert argv[argv.index("-smp") + 1] == "2"
     assert argv[argv.index("-m") + 1] == "512M"
     assert "-no-reboot" in argv and "-nographic" in argv
     assert "-plugin" not in qm.qemu_argv(Path("/k"), Path("/i"), 512, 1)
+
+
+def test_kernel_args() -> None:
+    assert qm.kernel_append() == qm.KERNEL_APPEND
+    line = qm.kernel_append("  mitigations=auto  console=tty0 panic=10 ")
+    # The harness's console and panic come last, so they win; the user's words are kept.
+    assert line.split() == ["mitigations=auto", "console=tty0", "panic=10",
+                            *qm.HARNESS_KERNEL_ARGS.split()]
+    assert qm.kernel_append("").split() == qm.HARNESS_KERNEL_ARGS.split()
+    argv = qm.qemu_argv(Path("/k"), Path("/i"), 512, 1, append=line)
+    assert argv[argv.index("-append") + 1] == line
+    for bad in ("init=/bin/sh", "rdinit=/x", "a\nb", "é"):
+        with pytest.raises(ValueError, match="--kernel-args"):
+            qm.kernel_append(bad)
 
 
 # --- pysched trace ------------------------------------------------------------------------------
@@ -254,8 +270,11 @@ def test_manifest_fields(tmp_path: Path) -> None:
         plugin_options=f"out={out},sysmap=/b/guest/System.map,ram=512M", vcpus=2, ram_mib=512,
         roi="marker", data_accesses=False, timeout=600.0, argv=argv, result=result,
         console_text=con.console_text(_console(rc=0).encode()), out_dir=out,
+        kernel_append="pti=on " + qm.HARNESS_KERNEL_ARGS, kernel_args="pti=on",
     )
     json.dumps(m)  # JSON-ready
+    assert m["kernel_args"] == "pti=on"
+    assert m["kernel_append"] == "pti=on " + qm.HARNESS_KERNEL_ARGS
     assert m["command"] == "echo hi"
     assert m["date"] == "2025-01-02T03:04:05Z"
     assert m["kernel_version"] == "6.1.0-56-amd64"
@@ -367,3 +386,23 @@ def test_run_qemu_exit_status_and_stderr(tmp_path: Path) -> None:
     assert (r.returncode, r.timed_out, r.boot_hung) == (1, False, False)
     assert r.stderr == "bad option\n"
     assert "status 1" in qm.qemu_failed_message(r) and "bad option" in qm.qemu_failed_message(r)
+
+
+def test_running_map_moves_kernel_image_symbols_only(tmp_path: Path) -> None:
+    import gzip as _gz
+    src = tmp_path / "kallsyms.txt"
+    src.write_text("000000000001fb80 A current_task\n"
+                   "ffffffff81000000 T _stext\n"
+                   "ffffffff81c00010 T entry_SYSCALL_64\n"
+                   "ffffffffc0200000 t virtio_init\t[virtio]\n")
+    d = tmp_path / "t"
+    d.mkdir()
+    (d / "plugin.json").write_text(json.dumps({"kaslr": {"found": True,
+                                                         "virtual_slide": 0x2c600000}}))
+    out = cmdmod.write_running_map(src, d)
+    lines = _gz.decompress(out.read_bytes()).decode().splitlines()
+    assert lines == ["000000000001fb80 A current_task", "ffffffffad600000 T _stext",
+                     "ffffffffae200010 T entry_SYSCALL_64"]
+    (d / "plugin.json").write_text(json.dumps({"kaslr": {"found": False, "reason": "x"}}))
+    with pytest.raises(ValueError, match="plugin.json: the plugin did not find"):
+        cmdmod.write_running_map(src, d)

@@ -122,19 +122,29 @@ def test_debian_guest_runs_the_command_in_the_region(cmd_run) -> None:
 def test_kernel_symbols_travel_with_the_trace(cmd_run) -> None:
     out, _ = cmd_run
     guest = _debian_guest()
-    assert gzip.decompress((out / "System.map.gz").read_bytes()) == \
-        guest.system_map.read_bytes()
+    # The running kernel's symbols: the map moved by the KASLR slide the plugin found, which
+    # the guest's own /proc/kallsyms (its _stext line) confirms.
+    m = json.loads((out / "manifest.json").read_text())
+    slide = json.loads((out / "plugin.json").read_text())["kaslr"]["virtual_slide"]
+    assert m["kernel_symbols"]["slide"] == m["kernel_symbols"]["slide_kallsyms"] == slide
+    moved = gzip.decompress((out / "System.map.gz").read_bytes()).decode().splitlines()
+    orig = guest.system_map.read_text().splitlines()
+    assert len(moved) == len(orig)
+    for a, b in zip(orig, moved):
+        x, y = int(a.split()[0], 16), int(b.split()[0], 16)
+        assert y == ((x + slide) % 2**64 if x >= 0xFFFFFFFF80000000 else x), (a, b)
+        assert a.split()[1:] == b.split()[1:]
     mods = gzip.decompress((out / "modules.map.gz").read_bytes()).decode()
     lines = mods.splitlines()
     assert all(ln.split()[-1].startswith("[") for ln in lines)
     modules = {ln.split()[-1] for ln in lines}
     assert {"[ext4]", "[virtio_blk]", "[virtio_net]"} <= modules
-    # With nokaslr, modules' code lives in the module area above the kernel image.
+    # Modules' code lives in the module area above the kernel image (KASLR moves it within).
     text = [ln.split() for ln in lines if ln.split()[1] in ("t", "T")]
     assert len(text) > 1000
     assert all(int(f[0], 16) >= 0xFFFFFFFFC0000000 for f in text)
-    m = json.loads((out / "manifest.json").read_text())
-    assert m["kernel_symbols"] == {"system_map": "System.map.gz", "modules": "modules.map.gz"}
+    assert m["kernel_symbols"]["system_map"] == "System.map.gz"
+    assert m["kernel_symbols"]["modules"] == "modules.map.gz"
 
 
 def test_roi_insns_ends_a_long_command(tmp_path: Path) -> None:

@@ -42,9 +42,10 @@ fi
 
 # The symbols of the loaded modules (virtio, ext4, ...), which System.map lacks: kallsyms lines
 # "address type name [module]" to the host through the second serial port (raw, so that the
-# tty neither adds carriage returns nor echoes).
+# tty neither adds carriage returns nor echoes); and the kernel's own _stext line, with which
+# the host checks the KASLR slide the plugin found.
 if [ -c /dev/ttyS1 ] && stty -F /dev/ttyS1 raw -echo 2>/dev/null; then
-    grep ']$' /proc/kallsyms > /dev/ttyS1
+    grep -E ']$| _stext$' /proc/kallsyms > /dev/ttyS1
 fi
 
 echo "=== PYSCHED BEGIN ==="

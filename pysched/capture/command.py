@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import math
 import os
 import re
@@ -119,6 +120,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="LEVEL", help="after the run, recompress the exec table at "
                         f"zstd LEVEL (default {COMPACT_LEVEL}; the plugin writes level 1): "
                         "about 1.26x smaller at 9, 1.38x at 19; see pysched/capture/compact.py")
+    parser.add_argument("--kernel-args", default=None, metavar="ARGS",
+                        help="the guest kernel's optional arguments (default: "
+                        f"{qm.DEFAULT_KERNEL_ARGS!r}); the harness adds "
+                        f"{qm.HARNESS_KERNEL_ARGS!r} after them; recorded in the manifest")
     parser.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
                         help="stop QEMU after this many seconds (default 600)")
     parser.add_argument("--roi", choices=("marker", "all"), default="marker",
@@ -257,6 +262,8 @@ class RunPlan:
     params: dict[str, str] = field(default_factory=dict)
     roi_seconds: float | None = None
     roi_insns: int | None = None
+    kernel_args: str = qm.DEFAULT_KERNEL_ARGS
+    append: str = qm.KERNEL_APPEND
 
 
 def plan_run(args: argparse.Namespace) -> RunPlan:
@@ -274,6 +281,11 @@ def plan_run(args: argparse.Namespace) -> RunPlan:
     """
     workload = _check_request(args)
     check_numbers(args, workload)
+    kernel_args = getattr(args, "kernel_args", None)
+    try:
+        append = qm.kernel_append(kernel_args)
+    except ValueError as e:
+        raise TraceUsageError(str(e)) from None
     params = _workload_params(workload, args.param)
     out = check_out_dir(args.out)
     try:
@@ -293,7 +305,9 @@ def plan_run(args: argparse.Namespace) -> RunPlan:
     return RunPlan(out=out, guest=guest, qemu=qemu, plugin=plugin, options=options,
                    ram_mib=ram_mib, boot_timeout=_boot_timeout(args), workload=workload,
                    params=params, roi_seconds=_roi_seconds(args, workload, guest.kind),
-                   roi_insns=args.roi_insns)
+                   roi_insns=args.roi_insns,
+                   kernel_args=qm.DEFAULT_KERNEL_ARGS if kernel_args is None else kernel_args,
+                   append=append)
 
 
 def _check_request(args: argparse.Namespace) -> wl.Workload | None:
@@ -582,6 +596,7 @@ def _run_claimed(plan: RunPlan, args: argparse.Namespace) -> int:
         parameters=plan.params, roi_bound=roi_bound, monitor=booted.summary,
         kernel_symbols=kernel_symbols, out_dir=out, compacted=compacted,
         incomplete=incomplete, outcome=outcome,
+        kernel_append=plan.append, kernel_args=plan.kernel_args,
     )
     mf.portable_plugin_info(out)
     # Last, and atomically: a trace directory with a manifest is a finished one.
@@ -612,7 +627,7 @@ def _prepare_boot(plan: RunPlan, args: argparse.Namespace, tmp: Path) -> _Boot:
     else:
         gst.write_initrd(guest.initramfs, gst.cmd_archive(args.cmd), initrd)
     boot.argv = qm.qemu_argv(guest.vmlinuz, initrd, plan.ram_mib, args.vcpus, plan.plugin,
-                             plan.options, plan.qemu, devices)
+                             plan.options, plan.qemu, devices, append=plan.append)
     return boot
 
 
@@ -656,15 +671,107 @@ def _boot(plan: RunPlan, args: argparse.Namespace, boot: _Boot, tmp: rf.RunTmpDi
     return _Booted(result, failed_boots, summary)
 
 
-def _save_symbols(guest: gst.GuestImage, symbols: Path, out: Path) -> dict[str, str | None]:
-    """Copy the kernel's and the modules' symbols into the trace (gzip); their file names."""
-    kernel_symbols: dict[str, str | None] = {"system_map": None, "modules": None}
+#: The kernel image's symbols are at or above this address (``__START_KERNEL_map``); KASLR
+#: moves them all by one slide. Below it are the per-CPU offsets and absolute symbols, which
+#: it does not move.
+_KERNEL_IMAGE = 0xFFFFFFFF80000000
+
+
+def _plugin_slide(out: Path) -> int | None:
+    """The kernel's virtual slide the plugin found (``plugin.json``), or None."""
+    try:
+        info = json.loads((out / "plugin.json").read_text())
+    except (OSError, ValueError):
+        return None
+    k = info.get("kaslr") or {}
+    return int(k["virtual_slide"]) if k.get("found") else None
+
+
+def _moved_system_map(src: Path, slide: int) -> bytes:
+    """``src`` (System.map lines ``ADDRESS TYPE NAME``) with the kernel image's symbols moved
+    by ``slide``: the running kernel's addresses, as its ``/proc/kallsyms`` gives them."""
+    lines = []
+    for line in src.read_text().splitlines():
+        f = line.split(maxsplit=1)
+        try:
+            a = int(f[0], 16)
+        except (ValueError, IndexError):
+            lines.append(line)
+            continue
+        if a >= _KERNEL_IMAGE:
+            a = (a + slide) % 2**64
+        lines.append(f"{a:016x} {f[1] if len(f) > 1 else ''}".rstrip())
+    return ("\n".join(lines) + "\n").encode()
+
+
+def write_running_map(sysmap: str | Path, trace_dir: str | Path) -> Path:
+    """Write ``TRACE_DIR/System.map.gz``: ``sysmap`` (a ``System.map`` or a saved
+    ``/proc/kallsyms``; module lines are left out) moved by the slide the plugin found
+    (``plugin.json``), for a trace recorded by running QEMU with the plugin directly.
+
+    Raises
+    ------
+    ValueError
+        When ``plugin.json`` says the slide was not found (the message names the file).
+    """
+    sysmap, trace_dir = Path(sysmap), Path(trace_dir)
+    info = json.loads((trace_dir / "plugin.json").read_text())
+    k = info.get("kaslr") or {}
+    if not k.get("found"):
+        raise ValueError(f"{trace_dir / 'plugin.json'}: the plugin did not find the kernel's "
+                         f"slide ({k.get('reason') or 'no kaslr record'})")
+    kept = [ln for ln in sysmap.read_text().splitlines() if not ln.rstrip().endswith("]")]
+    tmp = trace_dir / ".System.map.tmp"
+    tmp.write_text("\n".join(kept) + "\n")
+    try:
+        data = _moved_system_map(tmp, int(k["virtual_slide"]))
+    finally:
+        tmp.unlink()
+    out = trace_dir / SYSTEM_MAP_GZ
+    out.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+    return out
+
+
+def _map_address(src: Path, name: str) -> int | None:
+    for line in src.read_text().splitlines():
+        f = line.split()
+        if len(f) >= 3 and f[2] == name:
+            return int(f[0], 16)
+    return None
+
+
+def _save_symbols(guest: gst.GuestImage, symbols: Path, out: Path) -> dict[str, Any]:
+    """Write the kernel's and the modules' symbols into the trace (gzip); their file names.
+
+    ``System.map.gz`` holds the running kernel's addresses: the guest's ``System.map`` moved
+    by the slide the plugin found (KASLR; 0 with ``nokaslr``). The Debian guest sends its
+    ``/proc/kallsyms`` lines of the modules and of ``_stext``; the latter checks the slide
+    (``slide_kallsyms``: the slide that ``_stext`` gives, to compare with ``slide``).
+    """
+    kernel_symbols: dict[str, Any] = {"system_map": None, "modules": None, "slide": None,
+                                      "slide_kallsyms": None}
+    slide = _plugin_slide(out)
     if guest.system_map.is_file():
-        _gzip_file(guest.system_map, out / SYSTEM_MAP_GZ)
+        data = (_moved_system_map(guest.system_map, slide) if slide
+                else guest.system_map.read_bytes())
+        (out / SYSTEM_MAP_GZ).write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
         kernel_symbols["system_map"] = SYSTEM_MAP_GZ
+        kernel_symbols["slide"] = slide
     if symbols.is_file() and symbols.stat().st_size > 0:
-        _gzip_file(symbols, out / MODULES_MAP_GZ)
-        kernel_symbols["modules"] = MODULES_MAP_GZ
+        modules, kernel = [], []
+        for line in symbols.read_text(errors="replace").splitlines():
+            (modules if line.rstrip().endswith("]") else kernel).append(line)
+        stext = _map_address(guest.system_map, "_stext") if guest.system_map.is_file() else None
+        for line in kernel:
+            f = line.split()
+            if len(f) == 3 and f[2] == "_stext" and stext is not None:
+                kernel_symbols["slide_kallsyms"] = (int(f[0], 16) - stext) % 2**64
+        if modules:
+            tmp = out / ".modules.txt"
+            tmp.write_text("\n".join(modules) + "\n")
+            _gzip_file(tmp, out / MODULES_MAP_GZ)
+            tmp.unlink()
+            kernel_symbols["modules"] = MODULES_MAP_GZ
     return kernel_symbols
 
 

@@ -184,6 +184,8 @@ def build_manifest(
     inputs: Mapping[str, Any] | None = None,
     incomplete: str | None = None,
     outcome: Mapping[str, Any] | None = None,
+    kernel_append: str = qm.KERNEL_APPEND,
+    kernel_args: str | None = None,
 ) -> dict[str, Any]:
     """The contents of ``manifest.json``.
 
@@ -245,6 +247,11 @@ def build_manifest(
         :func:`incomplete_reason` (None: the trace is complete).
     outcome : mapping, optional
         ``{"status": "ok" | "failed", "failure": message or None, ...}``; default ok.
+    kernel_append : str
+        The whole kernel command line (``kernel_append``).
+    kernel_args : str, optional
+        Its optional part (``--kernel-args``, or the default; ``kernel_args``); the harness's
+        part is ``kernel_append`` less it.
 
     Returns
     -------
@@ -280,7 +287,8 @@ def build_manifest(
         "kernel_package_version": guest.kernel_package_version,
         "kernel": guest.vmlinuz.name,
         "system_map": guest.system_map.name,
-        "kernel_append": qm.KERNEL_APPEND,
+        "kernel_append": kernel_append,
+        "kernel_args": kernel_args,
         "qemu_version": qemu_version,
         "plugin": plugin.name if plugin is not None else None,
         "plugin_options": (portable_text(plugin_options, out)

@@ -1,9 +1,8 @@
 """The QEMU command line for a traced run, and running it.
 
 The guest is booted straight from ``-kernel``/``-initrd`` on a q35 machine under multi-threaded
-TCG, with the serial console on QEMU's stdout. The kernel options ``nokaslr`` and ``pti=off``
-are required by the plugin (it calibrates guest-physical addresses from the fixed kernel
-mapping and reads per-CPU data through the kernel's GS base).
+TCG, with the serial console on QEMU's stdout. The kernel's optional arguments are
+``--kernel-args`` (:func:`kernel_append`); the harness adds what it needs after them.
 """
 from __future__ import annotations
 
@@ -24,9 +23,52 @@ from pysched.capture.guest import REPO_ROOT
 #: The QEMU system emulator.
 QEMU = "qemu-system-x86_64"
 
-#: Kernel command line; ``nokaslr`` and ``pti=off`` are required by the plugin, ``panic=-1``
-#: with ``-no-reboot`` makes a guest crash end QEMU instead of hanging the run.
-KERNEL_APPEND = "console=ttyS0 nokaslr pti=off quiet panic=-1 loglevel=3"
+#: What the harness needs on the kernel command line, put after the optional arguments so
+#: that it wins (for these options the kernel keeps the last value; the last ``console=`` is
+#: ``/dev/console``): the serial console on ttyS0 (the console log, the guest's printing),
+#: kernel messages kept off it (``quiet loglevel=3``: the console log is parsed), and
+#: ``panic=-1`` with ``-no-reboot``, which makes a guest crash end QEMU instead of hanging.
+HARNESS_KERNEL_ARGS = "quiet loglevel=3 console=ttyS0 panic=-1"
+
+#: The guest kernel's optional arguments when ``--kernel-args`` is not given: none, so the
+#: kernel boots as a distribution's does (KASLR on, page-table isolation as the CPU calls for;
+#: the plugin finds the slide and reads through the kernel's page table, qemu-plugin/README.md).
+DEFAULT_KERNEL_ARGS = ""
+
+#: The default kernel command line.
+KERNEL_APPEND = " ".join([*DEFAULT_KERNEL_ARGS.split(), HARNESS_KERNEL_ARGS])
+
+#: Options of the harness's own boot that ``--kernel-args`` may not change: the guest's
+#: ``/init`` (busybox) or the initrd's init (Debian) must run for the command and the markers.
+_FORBIDDEN_KERNEL_ARGS = ("init", "rdinit")
+
+#: x86's COMMAND_LINE_SIZE less the terminating zero.
+_MAX_CMDLINE = 2047
+
+
+def kernel_append(kernel_args: str | None = None) -> str:
+    """The kernel command line for ``kernel_args`` (None: :data:`DEFAULT_KERNEL_ARGS`).
+
+    Raises
+    ------
+    ValueError
+        For an argument the harness cannot honour (``init=``, ``rdinit=``), a character that
+        is not printable ASCII, or a line longer than the kernel accepts; the message names
+        ``--kernel-args``.
+    """
+    args = DEFAULT_KERNEL_ARGS if kernel_args is None else kernel_args
+    if any(not (0x20 <= ord(c) < 0x7F) for c in args):
+        raise ValueError("--kernel-args: only printable ASCII characters are accepted")
+    for word in args.split():
+        key = word.split("=", 1)[0]
+        if key in _FORBIDDEN_KERNEL_ARGS:
+            raise ValueError(f"--kernel-args: {word!r} is not accepted: the harness's init "
+                             "runs the command and the region markers")
+    line = " ".join([*args.split(), HARNESS_KERNEL_ARGS])
+    if len(line) > _MAX_CMDLINE:
+        raise ValueError(f"--kernel-args: the kernel command line would be {len(line)} "
+                         f"characters, more than the kernel's {_MAX_CMDLINE}")
+    return line
 
 #: The guest CPU: QEMU's default for TCG (qemu64) plus RDRAND, which TCG emulates (from the
 #: host's random source). The Debian kernel trusts RDRAND (CONFIG_RANDOM_TRUST_CPU=y) and so
@@ -41,9 +83,11 @@ CPU_MODEL = "qemu64,+rdrand"
 #: refuses 256 and more ("APIC ID 255 requires x2APIC feature in CPU").
 MAX_VCPUS = 255
 
-#: Largest guest RAM the plugin supports (q35 keeps up to 2 GiB in one block below the PCI
-#: hole; see qemu-plugin/README.md).
-MAX_RAM_MIB = 2048
+#: Largest guest RAM accepted: the largest tested (tests/test_guest_highmem.py). The plugin
+#: follows q35's layout for any size (RAM from 0xb0000000 bytes on is 2 GiB below 4 GiB and
+#: the rest above it; qemu-plugin/README.md), so the limit is what was tried, not a known
+#: failure (QEMU maps guest RAM lazily: the host provides what the guest touches).
+MAX_RAM_MIB = 8192
 
 # After SIGTERM (on timeout) QEMU gets this long to shut down, which lets the plugin flush its
 # tables, before it is killed.
@@ -89,8 +133,7 @@ def parse_ram(text: str) -> int:
         raise ValueError(f"bad RAM size {text!r}: must be positive")
     if mib > MAX_RAM_MIB:
         raise ValueError(
-            f"RAM {text!r} is above {MAX_RAM_MIB}M, the most the plugin supports "
-            f"(guest RAM must be one block below the PCI hole)"
+            f"RAM {text!r} is above {MAX_RAM_MIB}M, the largest size tested with the plugin"
         )
     return mib
 
@@ -213,6 +256,7 @@ def qemu_argv(
     options: str | None = None,
     qemu: str = QEMU,
     devices: Sequence[str] = (),
+    append: str = KERNEL_APPEND,
 ) -> list[str]:
     """The full QEMU command line.
 
@@ -232,6 +276,8 @@ def qemu_argv(
         The QEMU executable.
     devices : sequence of str
         More arguments (e.g. :func:`debian_devices`).
+    append : str
+        The kernel command line (:func:`kernel_append`).
 
     Returns
     -------
@@ -251,7 +297,7 @@ def qemu_argv(
         "-cpu", CPU_MODEL,
         "-kernel", str(kernel),
         "-initrd", str(initrd),
-        "-append", KERNEL_APPEND,
+        "-append", append,
     ]  # fmt: skip
     argv += list(devices)
     if plugin is not None:
@@ -552,6 +598,9 @@ def qemu_failed_message(result: QemuResult) -> str:
 __all__ = [
     "QEMU",
     "KERNEL_APPEND",
+    "DEFAULT_KERNEL_ARGS",
+    "HARNESS_KERNEL_ARGS",
+    "kernel_append",
     "MAX_RAM_MIB",
     "MAX_VCPUS",
     "CPU_MODEL",

@@ -11,11 +11,16 @@ Checks (each listed in the output with its violations, at most ``--limit`` shown
              ``plugin.json``'s per-vCPU ``icount`` equals the stream's total.
 ``syscalls`` (c) matched returns close an open entry of their thread; field values.
 ``frames``   (d) page offsets agree (``insns``), kernel text is at
-             ``vaddr - 0xffffffff80000000``, one frame per virtual page within a block.
+             ``vaddr - 0xffffffff80000000 + phys_base`` (``plugin.json``; 0 with nokaslr),
+             one frame per virtual page within a block.
 ``markers``  (e) ROI begin/end alternate and marks are inside a region.
 ``complete`` the trace is complete (see :mod:`pysched.trace.checker.preflight`): a manifest
              that says so, or a final ``plugin.json`` for a trace the plugin wrote alone.
 ``parts``    part numbering without gaps, the plugin's count of parts, event parts in order.
+``health``   what the plugin observed is what a trace of a Linux guest must hold (RAM
+             calibration, the kernel's slide, IDT read, at most 1 % unknown frames, context
+             switches where threads changed, known threads of system calls and interrupts):
+             a degraded trace fails with the probable cause (:mod:`.health`).
 ``wakeups``  (f) wake-up rows enter their kind's function, name a task, and a wake-up's
              effect follows a call for its task (see :func:`.order.check_wakeups`).
 
@@ -33,6 +38,7 @@ import pyarrow as pa
 
 from ..blockindex import block_index
 from .order import check_markers, check_syscalls, check_wakeups
+from .health import check_health
 from .preflight import TraceRejected, check_complete, check_parts, check_totals, preflight
 from .static import FRAMES, check_blocks, check_frames
 from .vcpu import ICOUNT, check_events, check_exec, check_mem
@@ -95,9 +101,6 @@ def _check_plugin_counters(trace: Trace, totals: dict[int, int | None], report: 
         report.note(ICOUNT, "plugin.json is not final (QEMU did not exit cleanly?): "
                             "its counters are not compared")
     check_totals(trace, totals, report)
-    if info.get("ram_base_mismatches"):
-        report.note(FRAMES, f"plugin.json counts {info['ram_base_mismatches']} kernel-text "
-                            "blocks that disagreed with the RAM base calibration")
 
 
 def check_trace(trace: Trace, limit: int = 20) -> Report:
@@ -119,7 +122,7 @@ def check_trace(trace: Trace, limit: int = 20) -> Report:
     check_parts(trace, report)
     idx = block_index(trace)
     check_blocks(idx, report)
-    check_frames(idx, report)
+    check_frames(idx, report, trace.plugin_info)
     vcpus = trace.all_vcpus()
     totals: dict[int, int | None] = {}
     syscalls: dict[int, pa.Table] = {}
@@ -132,6 +135,7 @@ def check_trace(trace: Trace, limit: int = 20) -> Report:
         totals[v] = vs.total
         syscalls[v], markers[v] = vs.events["syscalls"], vs.events["markers"]
     _check_plugin_counters(trace, totals, report)
+    check_health(trace, totals, {v: streams[v].unknown_frames for v in vcpus}, report)
     check_syscalls(syscalls, report)
     check_markers(markers, trace.roi, report,
                   int((trace.plugin_info or {}).get("roi_insns_ends", 0) or 0))

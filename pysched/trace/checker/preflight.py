@@ -1,8 +1,9 @@
 """What every command that reads a trace checks first: is it complete, are its parts all
-there, do its instruction totals add up (checks ``complete`` and ``parts``).
+there, do its instruction totals add up, is it degraded (checks ``complete``, ``parts`` and
+``health``).
 
-These checks read footers, JSON files and one column of the exec stream (seconds on the
-shipped traces), so ``pysched analyse`` and ``pysched evaluate`` run them before any long
+These checks read footers, JSON files, the static tables, the small event tables and one
+column of the exec stream (seconds on the shipped traces), so ``pysched analyse`` and ``pysched evaluate`` run them before any long
 work and refuse a trace that fails them with the checker's message (:func:`preflight`).
 ``pysched check`` runs them with the rest.
 
@@ -31,6 +32,7 @@ from ..execstream import exec_chunks
 from ..reader import Trace
 from ..schema import CAPTURE_FILES, EVENT_TABLES, TABLES
 from .findings import Location, Report
+from .health import check_health, exec_counts
 from .vcpu import ICOUNT
 
 COMPLETE = "complete"
@@ -196,7 +198,9 @@ def preflight(path: str | Path, allow_incomplete: bool = False) -> tuple[Trace, 
     check_complete(trace, report)
     check_parts(trace, report)
     if report.checks[PARTS].count == 0:
-        check_totals(trace, exec_totals(trace), report)
+        totals, unknown = exec_counts(trace)
+        check_totals(trace, totals, report)
+        check_health(trace, totals, unknown, report)
     failed = {name for name, res in report.checks.items() if res.count}
     if not failed or (failed == {COMPLETE} and allow_incomplete):
         if COMPLETE not in failed:

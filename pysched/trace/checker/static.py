@@ -70,9 +70,17 @@ def check_blocks(idx: BlockIndex, report: Report) -> None:
                           f"instruction (expected {follows[i - 1]:#x})"))
 
 
-def check_frames(idx: BlockIndex, report: Report) -> None:
-    """Check d on ``insns``: page offsets, kernel text at ``vaddr - KERNEL_TEXT_BASE``, and
-    one frame per virtual page within a block.
+def kernel_phys_base(info: dict | None) -> int:
+    """The kernel image's ``phys_base`` from ``plugin.json`` (0 for a trace of a kernel booted
+    with ``nokaslr``, or written before the plugin recorded it)."""
+    info = info or {}
+    return int(info.get("phys_base") or 0) if info.get("phys_base_found", True) else 0
+
+
+def check_frames(idx: BlockIndex, report: Report, plugin_info: dict | None = None) -> None:
+    """Check d on ``insns``: page offsets, kernel text at ``vaddr - KERNEL_TEXT_BASE +
+    phys_base`` (``plugin.json``'s; 0 with ``nokaslr``), and one frame per virtual page
+    within a block.
 
     Frames are taken at translation, so checking each ``insns`` row covers every execution.
     Unknown frames (``paddr == 2**64 - 1``) are counted as info, not checked.
@@ -87,10 +95,16 @@ def check_frames(idx: BlockIndex, report: Report) -> None:
     report.add_mask(FRAMES, known & ((va ^ pa) & _U(PAGE_MASK) != 0), lambda i: (
         _ins(idx, i), f"paddr {pa[i]:#x} and vaddr {va[i]:#x} differ in the page offset"))
 
+    base = kernel_phys_base(plugin_info)
+    # pa = va - KERNEL_TEXT_BASE + phys_base, modulo 2**64 (phys_base may be "negative").
+    delta = _U((KERNEL_TEXT_BASE - base) % 2**64)
     ktext = known & (va >= _U(KERNEL_TEXT_BASE)) & (va < _U(KERNEL_TEXT_END))
-    report.add_mask(FRAMES, ktext & (pa != va - _U(KERNEL_TEXT_BASE)), lambda i: (
+    with np.errstate(over="ignore"):
+        want = va - delta
+    how = "nokaslr" if base == 0 else f"phys_base {base:#x} from plugin.json"
+    report.add_mask(FRAMES, ktext & (pa != want), lambda i: (
         _ins(idx, i), f"kernel text at {va[i]:#x} has paddr {pa[i]:#x}, expected "
-                      f"{int(va[i]) - KERNEL_TEXT_BASE:#x} (nokaslr)"))
+                      f"{int(want[i]):#x} ({how})"))
 
     if len(va) > 1:
         # Consecutive rows of one block on one virtual page must share the va->pa delta.

@@ -21,6 +21,7 @@ from .static import BLOCKS, FRAMES
 from ..execstream import ExecChunk, exec_chunks
 from ..reader import Trace
 from .findings import Location, Report
+from .health import chunk_unknown, unknown_per_block
 from ..schema import (
     BLOCK_NONE,
     EVENT_TABLES,
@@ -75,6 +76,7 @@ class VcpuStreams:
     s: np.ndarray
     pos: np.ndarray
     block: np.ndarray
+    unknown_frames: int = 0  # executed instructions with an unknown frame (check health)
 
     def at(self, rows: np.ndarray) -> np.ndarray:
         """Indices into ``need``/``s``/``pos``/``block`` of ``rows`` (which must be in ``need``)."""
@@ -97,7 +99,8 @@ def check_exec(trace: Trace, idx: BlockIndex, vcpu: int, report: Report) -> Vcpu
     s = np.zeros(len(need), dtype=np.int64)
     pos = np.full(len(need), -1, dtype=np.int64)
     block = np.zeros(len(need), dtype=np.uint32)
-    total, usable = 0, True
+    total, usable, unknown = 0, True, 0
+    unk = unknown_per_block(idx)
     for c in exec_chunks(trace, vcpu, strict=False):
         def describe(i: int, c: ExecChunk = c) -> tuple[Location, str]:
             p = int(c.pos[i])
@@ -119,11 +122,13 @@ def check_exec(trace: Trace, idx: BlockIndex, vcpu: int, report: Report) -> Vcpu
             pos[lo:hi] = c.pos[local]
             block[lo:hi] = c.blocks[local]
         total += int(c.sizes.sum())
+        unknown += chunk_unknown(unk, c.pos, c.usable, c.sizes)
     s[-1] = total  # need[-1] == n
     if not usable:
         report.note(ICOUNT, f"vCPU {vcpu}: counters not checked, its exec stream has "
                             "unusable blocks")
-    return VcpuStreams(vcpu, n, total if usable else None, events, need, s, pos, block)
+    return VcpuStreams(vcpu, n, total if usable else None, events, need, s, pos, block,
+                       unknown)
 
 
 def _col(t: pa.Table, name: str) -> np.ndarray:
