@@ -20,7 +20,8 @@ TRACES = sorted(p.parent for p in DATA.glob("*/manifest.json"))
 EPOCH_INSNS = 6_000_000
 MIN_EPOCHS = 20
 MAX_TRACE_BYTES = 25 << 20
-MAX_DATA_BYTES = 120 << 20
+#: the budget issue 13 set for data/ (160 MB), with the eight SchedTask workloads and the seed traces
+MAX_DATA_BYTES = 160_000_000
 #: Traces recorded with --data-accesses (Makefile DATA_MEM_*): directory -> (workload,
 #: instructions per vCPU). The ``mem`` table costs about 0.55 byte an instruction, so these are
 #: short (under MAX_MEM_TRACE_BYTES) and exempt from the 20-epoch rule of the main traces.
