@@ -208,9 +208,10 @@ def woken(tmp_path_factory) -> Path:
     return out
 
 
-def blocking_gaps(trace) -> list[tuple[int, int, int, int]]:
-    """(thread, nr, time switched out, time switched in again) of every switch-out that came
-    while the thread was inside a blocking system call of the list above."""
+def blocking_gaps(trace) -> list[tuple[int, int, int, int, int]]:
+    """(thread, nr, time switched out, time switched in again, time the system call was
+    entered) of every switch-out that came while the thread was inside a blocking system call
+    of the list above."""
     sw = trace.df("switches").sort_values("time_ns")
     sc = trace.df("syscalls").sort_values("time_ns")
     gaps = []
@@ -224,7 +225,8 @@ def blocking_gaps(trace) -> list[tuple[int, int, int, int]]:
             if last < 0 or kinds[last] != 0 or not len(later):
                 continue  # not inside a system call, or never ran again while recorded
             if nrs[last] in (NR_NANOSLEEP, NR_WAIT4, NR_CLOCK_NANOSLEEP):
-                gaps.append((int(thread), int(nrs[last]), int(t_out), int(later[0])))
+                gaps.append((int(thread), int(nrs[last]), int(t_out), int(later[0]),
+                             int(times[last])))
     return gaps
 
 
@@ -238,13 +240,25 @@ def test_every_blocked_thread_that_ran_again_was_woken(woken: Path) -> None:
     trace = open_trace(woken)
     wk = trace.df("wakeups")
     gaps = blocking_gaps(trace)
-    assert {nr for _, nr, _, _ in gaps} >= {NR_WAIT4} and len(gaps) >= 4, gaps
-    assert any(nr in (NR_NANOSLEEP, NR_CLOCK_NANOSLEEP) for _, nr, _, _ in gaps), gaps
-    for thread, nr, t_out, t_in in gaps:
+    woken_gaps = []
+    for thread, nr, t_out, t_in, t_call in gaps:
         mine = wk[(wk.woken == thread) & (wk.time_ns > t_out) & (wk.time_ns < t_in)]
-        # the call (in the waker's context) and its effect (the task made runnable)
-        assert (mine.kind == WAKE_TTWU).any(), (hex(thread), nr)
-        assert (mine.kind == WAKE_DONE).any(), (hex(thread), nr)
+        # its effect (the task made runnable) while it was switched out; a gap without one is
+        # a preemption inside the system call (runnable all along, qemu-plugin/README.md),
+        # which happens now and then, e.g. to the shell in wait4 while its children start
+        if not (mine.kind == WAKE_DONE).any():
+            continue
+        woken_gaps.append(nr)
+        # and the call (in the waker's context) before that effect, since the system call
+        # began: a waker on another vCPU may call try_to_wake_up while the sleeper is still
+        # switching out (p->on_cpu), before its switches row; the kernel then queues the
+        # wake-up on the sleeper's CPU (ttwu_queue_wakelist), whose kind-3 row comes later
+        done = mine.time_ns[mine.kind == WAKE_DONE].max()
+        calls = wk[(wk.woken == thread) & (wk.kind == WAKE_TTWU) & (wk.time_ns > t_call)
+                   & (wk.time_ns <= done)]
+        assert len(calls), (hex(thread), nr)
+    assert NR_WAIT4 in woken_gaps and len(woken_gaps) >= 4, (woken_gaps, gaps)
+    assert {NR_NANOSLEEP, NR_CLOCK_NANOSLEEP} & set(woken_gaps), (woken_gaps, gaps)
     # the children the shell forked were woken as new tasks before they first ran
     assert (wk.kind == WAKE_NEW).sum() >= 4
 
@@ -259,7 +273,7 @@ def test_timer_sleep_is_woken_from_the_timer_interrupt(woken: Path) -> None:
     wk = trace.df("wakeups")
     sleeps = [g for g in blocking_gaps(trace) if g[1] in (NR_NANOSLEEP, NR_CLOCK_NANOSLEEP)]
     assert sleeps
-    for thread, _, t_out, t_in in sleeps:
+    for thread, _, t_out, t_in, _ in sleeps:
         call = wk[(wk.woken == thread) & (wk.kind == WAKE_TTWU) & (wk.time_ns > t_out)
                   & (wk.time_ns < t_in)].iloc[0]
         p = pieces[(pieces.vcpu == call.vcpu) & (pieces.start <= call.icount)
