@@ -3,6 +3,7 @@
 #               short evaluation of the scheduling policies on them (results/sandbox/)
 #               and the other seeds' tables (HRRS, cache-fair, DVFS) (results/seeds/)
 #   make test   set everything up, then run the test suite (what CI runs)
+#   make test-kernel2  the tracer's guest tests on a second kernel (Debian trixie's 6.12)
 #   make demo   trace a demo command on the busybox test guest and check the trace
 #   make trace WORKLOAD=find [TRACE_OUT=out/find] [TRACE_ARGS="--roi-insns 150M"]
 #               trace one workload of the suite on the Debian guest (`pysched trace --list`)
@@ -49,7 +50,7 @@ SEED_ARGS_chase-mid := chase-large --param kib=2048 $(SEED_CHASE)
 SEED_TRACES := netserver-10b netserver-100kb netserver-1mb apache-short chase-large \
     chase-small chase-mid
 
-.PHONY: setup plugin guest run demo test test-all bench bench-tracer clean bench-models trace \
+.PHONY: setup plugin guest run demo test test-all test-kernel2 bench bench-tracer clean bench-models trace \
 	data bench-analysis bench-sandbox evaluate sweep notebook evaluate-paper data-seeds
 
 setup:
@@ -164,6 +165,13 @@ test: plugin guest
 
 test-all: plugin guest
 	$(PY) -m pytest -q
+
+# The tracer on a second kernel (Debian KERNEL_SUITE's linux-image-amd64, trixie's 6.12 by
+# default) on the busybox test guest, checked as the first (tests/test_guest_kernel2.py).
+KERNEL_SUITE ?= trixie
+test-kernel2: plugin guest
+	$(MAKE) -C guest kernel2-guest KERNEL_SUITE=$(KERNEL_SUITE)
+	PYSCHED_GUEST2=$(abspath build/guest-$(KERNEL_SUITE)) $(PY) -m pytest -q tests/test_guest_kernel2.py
 
 bench: bench-tracer bench-models bench-analysis bench-sandbox
 
