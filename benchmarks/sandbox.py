@@ -134,7 +134,7 @@ def sweep_throughput(repeats: int = 2) -> dict:
         "sweep_host_loadavg_1min": {"before": load_before[0], "after": load_after[0]},
         "sweep_note": "fastest of the repeats; wall time includes reading the trace once per "
                       "process or worker and, for the clusters, starting the local cluster; "
-                      "measured on a 2-core host shared with other jobs (see the load average)",
+                      "measured on a 2-core host; the load average says how much else ran",
     }
 
 
