@@ -85,8 +85,10 @@ C_NINST, C_NPIECE, C_NDYN, C_NHEAT, C_ERR, C_ERR_IC, C_ERR_EV, C_UNKPAGE, C_ERR_
 NC = 9
 
 # Parameters.
-PR_EPOCH, PR_NSTATIC, PR_BHBASE, PR_MARGIN, PR_PLACEHOLDER = range(5)
-NPR = 5
+PR_NSTATIC, PR_BHBASE, PR_MARGIN, PR_PLACEHOLDER = range(4)
+NPR = 4
+#: Epoch end after a vCPU's last epoch bound: no more epochs.
+_NO_BOUND = 1 << 62
 
 # Warnings (rows of the warning array): count, vcpu, icount, event index of the first.
 W_THREAD_MISMATCH, W_PREV_MISMATCH, W_RUNNING_ELSEWHERE, W_SYSRET_UNSEEN, W_INTRET_UNSEEN, \
@@ -480,13 +482,16 @@ def _budget(inst, pcs, hkeys, cnt, params, depth):
 
 @numba.njit(cache=True, nogil=True)
 def _advance(n, stop_ev, stop_ic, chunk_blocks, chunk_row0, table,
-             ins_flags, ins_action, ins_page, tr_rows, tr_retired,
+             ins_flags, ins_action, ins_page, tr_rows, tr_retired, bounds,
              ev_icount, ev_kind, ev_thread, ev_prev, ev_arg, ev_slot, ev_aspace, ev_user,
              vs, th, tstack, inst, pcs, hkeys, hcache, cnt, params, warn, asp):
     """Run vCPU slot ``n`` through its events ``< stop_ev`` and instructions ``< stop_ic``.
 
     ``chunk_blocks`` are the block ids of exec rows ``chunk_row0...``; ``table[id]`` is the
-    block's row of :attr:`CodeMap.table` (``B_N`` -1: missing or malformed).
+    block's row of :attr:`CodeMap.table` (``B_N`` -1: missing or malformed). ``bounds`` (sorted
+    int64) are the icounts at which this vCPU's epochs after the first begin
+    (:meth:`pysched.trace.clock.TraceClock.epoch_bounds`): instruction ``ic`` is in epoch
+    ``searchsorted(bounds, ic, "right")``.
 
     Returns ``DONE``, ``NEED_CHUNK`` (exec rows past ``chunk_row0 + len(chunk_blocks)`` needed),
     ``NEED_SPACE`` (grow ``inst``, ``pcs`` or ``hkeys`` and call again) or a negative error
@@ -496,7 +501,7 @@ def _advance(n, stop_ev, stop_ic, chunk_blocks, chunk_row0, table,
     entry, changes no state: it only adds its page to the heat, and is handled without calling
     the helpers (array arguments cost reference counting on every call).
     """
-    epoch_len = params[PR_EPOCH]
+    nbounds = bounds.shape[0]
     depth = tstack.shape[1]
     nrows = chunk_blocks.shape[0]
     ntable = table.shape[0]
@@ -508,8 +513,8 @@ def _advance(n, stop_ev, stop_ic, chunk_blocks, chunk_row0, table,
     row = vs[n, V_ROW]
     off = vs[n, V_OFF]
     tr = vs[n, V_TR]
-    epoch = ic // epoch_len
-    epoch_end = (epoch + 1) * epoch_len
+    epoch = np.searchsorted(bounds, ic, side="right")
+    epoch_end = bounds[epoch] if epoch < nbounds else _NO_BOUND
     status = DONE
     k = vs[n, V_EV]
     target = ev_icount[k] if k < stop_ev else stop_ic
@@ -562,10 +567,10 @@ def _advance(n, stop_ev, stop_ic, chunk_blocks, chunk_row0, table,
         take = size - off
         if target - ic < take:
             take = target - ic
-        if ic >= epoch_end:
-            # Division is slow; epochs change rarely.
-            epoch = ic // epoch_len
-            epoch_end = (epoch + 1) * epoch_len
+        while ic >= epoch_end:
+            # Epochs change rarely; a vCPU idle through some has equal bounds.
+            epoch += 1
+            epoch_end = bounds[epoch] if epoch < nbounds else _NO_BOUND
         if epoch_end - ic < take:
             take = epoch_end - ic
         s = table[b, B_START]
