@@ -22,7 +22,9 @@ Approximations, made here:
 * Between two consecutive events of a vCPU its instructions are spread evenly over the host
   time between them (linear interpolation); host time is QEMU's emulation speed, so this
   assumes a vCPU retires instructions at a steady rate between events, which events of every
-  system call, interrupt and context switch keep short on a busy vCPU.
+  system call, interrupt and context switch keep short on a busy vCPU. The few instructions an
+  idle vCPU runs between two distant events (into or out of ``hlt``) are spread over the gap
+  between them, so they move by at most that gap.
 * Every vCPU starts recording at the trace's first event (the ``begin`` marker; a vCPU that
   has that event at a later icount, in the nanosecond before it); a vCPU's instructions after
   its last event are placed in the nanosecond after it.
