@@ -214,7 +214,10 @@ def check_wakeups(streams: dict[int, VcpuStreams], idx: BlockIndex,
     ``try_to_wake_up`` call (kind 1) for its task, unless it is the task's first row (the call
     may have come before recording began) or another vCPU had already been stopped by the
     ``roi_insns`` bound (``plugin.json``'s ``bound_stop_ns``: the call may have been made there,
-    unrecorded); both are counted as info. Woken tasks never seen running are counted as info
+    unrecorded); both are counted as info. The second excuse is coarse: once a vCPU has stopped,
+    no missing call is a violation until the next region begins, also one whose call should have
+    been recorded on a vCPU still recording (the trace does not say where a call was made).
+    Woken tasks never seen running are counted as info
     (woken near the end of the recording, or a task that was not scheduled while recorded).
 
     Parameters
