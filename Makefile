@@ -3,7 +3,8 @@
 #               short evaluation of the scheduling policies on them (results/sandbox/)
 #               and the other seeds' tables (HRRS, cache-fair, DVFS) (results/seeds/)
 #   make test   set everything up, then run the test suite (what CI runs)
-#   make test-kernel2  the tracer's guest tests on a second kernel (Debian trixie's 6.12)
+#   make test-kernel2  the tracer's guest tests on a second kernel (Debian trixie's 6.12;
+#                      KERNEL_SUITE=bullseye: 5.10)
 #   make demo   trace a demo command on the busybox test guest and check the trace
 #   make trace WORKLOAD=find [TRACE_OUT=out/find] [TRACE_ARGS="--roi-insns 150M"]
 #               trace one workload of the suite on the Debian guest (`pysched trace --list`)
@@ -167,7 +168,8 @@ test-all: plugin guest
 	$(PY) -m pytest -q
 
 # The tracer on a second kernel (Debian KERNEL_SUITE's linux-image-amd64, trixie's 6.12 by
-# default) on the busybox test guest, checked as the first (tests/test_guest_kernel2.py).
+# default, bullseye's 5.10 with KERNEL_SUITE=bullseye) on the busybox test guest, checked as
+# the first (tests/test_guest_kernel2.py).
 KERNEL_SUITE ?= trixie
 test-kernel2: plugin guest
 	$(MAKE) -C guest kernel2-guest KERNEL_SUITE=$(KERNEL_SUITE)

@@ -201,6 +201,7 @@ typedef struct {
     bool after_syscall;    /* a `syscall` ran and no slide probe has run since (KASLR) */
     uint64_t window_start; /* icount when the current window began */
     bool done;             /* roi_insns reached: records nothing more in this window */
+    GArray *stops_ns;      /* uint64 time_ns of each roi_insns stop, one per region (S.lock) */
     GByteArray *scratch;
     struct qemu_plugin_register *reg[R_N];
 } VCPU;
@@ -424,6 +425,15 @@ static void flush_vcpu(VCPU *vs)
     }
 }
 
+/* The `time_ns` clock: host monotonic time since the plugin started. */
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)(ts.tv_sec - S.t0.tv_sec) * 1000000000ull +
+           (uint64_t)(ts.tv_nsec - S.t0.tv_nsec);
+}
+
 /* Reserve one row of a per-vCPU event table (flushing the vCPU when it is full) and fill its
  * common columns; the caller fills the table's own. */
 static size_t ev_row(VCPU *vs, int table, uint64_t icount)
@@ -436,13 +446,10 @@ static size_t ev_row(VCPU *vs, int table, uint64_t icount)
     if (table == T_MEM) {
         COL(b, ME_ICOUNT, uint64_t)[r] = icount;
     } else {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
         COL(b, EV_VCPU, uint16_t)[r] = vs->index;
         COL(b, EV_ICOUNT, uint64_t)[r] = icount;
         COL(b, EV_EXEC_ROW, uint64_t)[r] = vs->exec_rows;
-        COL(b, EV_TIME_NS, uint64_t)[r] = (uint64_t)(ts.tv_sec - S.t0.tv_sec) * 1000000000ull +
-                                          (uint64_t)(ts.tv_nsec - S.t0.tv_nsec);
+        COL(b, EV_TIME_NS, uint64_t)[r] = now_ns();
     }
     return r;
 }
@@ -681,6 +688,11 @@ static void bound_stop(VCPU *vs)
 {
     vs->done = true;
     vs->pending = NULL;
+    /* After this vCPU's last row: pysched check needs when it stopped (README: plugin.json). */
+    uint64_t t = now_ns();
+    g_mutex_lock(&S.lock);
+    g_array_append_val(vs->stops_ns, t);
+    g_mutex_unlock(&S.lock);
     if (__atomic_add_fetch(&S.vcpus_done, 1, __ATOMIC_ACQ_REL) == S.nvcpus) {
         S.tracing = false;
         request_reset(MODE_LIGHT);
@@ -1393,6 +1405,17 @@ static void write_plugin_json(bool final)
         g_string_append_printf(s, "%s%" PRIu64, i ? ", " : "",
                                S.vcpus[i].icount - S.vcpus[i].window_start);
     }
+    g_string_append(s, "],\n  \"bound_stop_ns\": [");
+    g_mutex_lock(&S.lock);
+    for (unsigned i = 0; i < S.nvcpus; i++) {
+        GArray *a = S.vcpus[i].stops_ns;
+        g_string_append(s, i ? ", [" : "[");
+        for (guint k = 0; k < a->len; k++) {
+            g_string_append_printf(s, "%s%" PRIu64, k ? ", " : "", g_array_index(a, uint64_t, k));
+        }
+        g_string_append(s, "]");
+    }
+    g_mutex_unlock(&S.lock);
     g_string_append(s, "]\n}\n");
     char *path = g_strdup_printf("%s/plugin.json", S.out);
     g_file_set_contents(path, s->str, s->len, NULL);
@@ -1644,6 +1667,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     S.vcpus = g_new0(VCPU, S.nvcpus);
     for (unsigned i = 0; i < S.nvcpus; i++) {
         VCPU *vs = &S.vcpus[i];
+        vs->stops_ns = g_array_new(FALSE, FALSE, sizeof(uint64_t));
         buf_alloc(&vs->buf[T_EXEC], T_EXEC, S.rows);
         for (int t = T_SYSCALLS; t <= T_WAKEUPS; t++) {
             buf_alloc(&vs->buf[t], t, EVENT_ROWS);

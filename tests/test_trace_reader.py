@@ -603,6 +603,63 @@ def test_first_effect_without_call_is_info(tmp_path: Path) -> None:
     assert "took effect without a recorded call" in report.format()
 
 
+def bound_stop_factory(stop: str, *, new_region: bool = False) -> tf.TraceFactory:
+    """Two vCPUs under a roi_insns bound. SLEEPER's first wake-up takes effect on v1 without a
+    call (called before recording); v0 then retires its last block; a second wake-up of SLEEPER
+    takes effect on v1, again without a recorded call. ``stop`` says when v0 stopped recording
+    (plugin.json's ``bound_stop_ns``): "before" that second effect, "after" it, or "none" (a
+    plugin.json without ``bound_stop_ns``). ``new_region``: a region begins on v0 between its
+    stop and the second effect (v0 records again)."""
+    f = tf.TraceFactory(nvcpus=2)
+    u = f.block(0x401000, [3, 2])
+    done = f.block(DONE, [4, 1])
+    f.plugin_info["symbols"] = {"try_to_wake_up": TTWU, "wake_up_new_task": NEW_TASK,
+                                "ttwu_do_wakeup": DONE}
+    f.plugin_info["options"]["roi_insns"] = 10
+    f.marker(0, 0)
+    f.run(0, u)
+    f.run(1, u)
+    f.wakeup(1, 3, SLEEPER, waker=WAKER)
+    f.run(1, done, u)
+    f.run(0, u)
+    stopped_at = f.clock + 10
+    if new_region:
+        f.marker(0, 0)
+        f.run(0, u)
+        f.plugin_info["roi_insns_ends"] = 1
+    f.wakeup(1, 3, SLEEPER, waker=WAKER)
+    f.run(1, done, u)
+    if stop == "after":
+        stopped_at = f.clock + 10
+    if stop != "none":
+        f.plugin_info["bound_stop_ns"] = [[stopped_at], []]
+    return f
+
+
+def test_effect_after_the_wakers_vcpu_stopped_is_info(tmp_path: Path) -> None:
+    """Issue 19: the call may have been made on v0 after the bound stopped its recording."""
+    report = check_trace(open_trace(bound_stop_factory("before").write(tmp_path / "t")))
+    assert report.ok, report.format()
+    assert ("1 wake-ups took effect without a recorded call after v0 had reached the roi_insns "
+            "bound") in report.format()
+
+
+@pytest.mark.parametrize("stop, new_region, note", [
+    ("after", False, False),  # both vCPUs recorded when it took effect: the call is missing
+    ("before", True, False),  # v0 stopped, but records again in the next region
+    ("none", False, True),    # a plugin.json without bound_stop_ns: cannot be told apart
+])
+def test_effect_without_call_while_both_vcpus_record_fails(tmp_path: Path, stop: str,
+                                                           new_region: bool, note: bool) -> None:
+    f = bound_stop_factory(stop, new_region=new_region)
+    report = check_trace(open_trace(f.write(tmp_path / "t")))
+    text = report.format()
+    assert report.checks["wakeups"].count == 1 and report.violations == 1, text
+    assert "without an earlier try_to_wake_up call" in text
+    assert "stopped recording" not in text
+    assert ("plugin.json has no bound_stop_ns" in text) == note
+
+
 # --- damaged part files --------------------------------------------------------------------
 
 def with_page_checksums(part: Path) -> None:
