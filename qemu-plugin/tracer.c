@@ -195,8 +195,15 @@ struct Block {
     uint64_t *paddrs;
     uint8_t *flags;
     GHashTable *variants;
-    Block *last_variant; /* the variant used last (atomic): the lock-free common case */
 };
+
+/* A vCPU's recently used variants, direct-mapped by (translated block, address): found
+ * without the lock; cleared when QEMU flushes its translations. */
+#define VCACHE_N 1024
+typedef struct {
+    const Block *base;
+    Block *variant;
+} VCacheEntry;
 
 /* Register handles (the same on every vCPU, read once in vcpu_init). */
 enum { R_RAX, R_RBX, R_RCX, R_RDX, R_RSI, R_RDI, R_RBP, R_RSP, R_R8, R_R9, R_R10,
@@ -219,6 +226,7 @@ typedef struct {
     uint64_t upage;        /* virtual page of the last user block that read rip */
     uint64_t rip_reads;    /* user blocks whose rip was read (plugin.json) */
     uint64_t rip_bad;      /* ... whose rip had another page offset than the block */
+    VCacheEntry *vcache;   /* VCACHE_N entries, allocated with the first variant */
     GByteArray *scratch;
     struct qemu_plugin_register *reg[R_N];
 } VCPU;
@@ -841,16 +849,20 @@ static void emit_static_rows(const Block *b, const uint64_t *paddrs, const uint8
  * User block B runs at VA, not where it was translated: QEMU shares one translation among all
  * virtual addresses of its physical page (PC-relative blocks), so another process may run it
  * at another page. Return the variant of B at VA: made once (a new id, the same instructions
- * and frames at VA; under S.lock) and found again without the lock while it is the last one
- * used.
+ * and frames at VA; under S.lock, in B's table) and found again in the vCPU's cache without
+ * the lock.
  */
-static Block *variant_of(Block *b, uint64_t va)
+static Block *variant_of(VCPU *vs, Block *b, uint64_t va)
 {
-    Block *v = __atomic_load_n(&b->last_variant, __ATOMIC_ACQUIRE);
-    if (v && v->vaddr == va) {
-        return v;
+    if (!vs->vcache) {
+        vs->vcache = g_new0(VCacheEntry, VCACHE_N);
+    }
+    VCacheEntry *e = &vs->vcache[(((uintptr_t)b >> 4) ^ (va >> 12)) % VCACHE_N];
+    if (e->base == b && e->variant->vaddr == va) {
+        return e->variant;
     }
     g_mutex_lock(&S.lock);
+    Block *v;
     if (!b->variants) {
         b->variants = g_hash_table_new(g_direct_hash, g_direct_equal);
     }
@@ -870,8 +882,9 @@ static Block *variant_of(Block *b, uint64_t va)
         g_ptr_array_add(S.live, v);
         S.n_variants++;
     }
-    __atomic_store_n(&b->last_variant, v, __ATOMIC_RELEASE);
     g_mutex_unlock(&S.lock);
+    e->base = b;
+    e->variant = v;
     return v;
 }
 
@@ -906,7 +919,7 @@ static void vcpu_tb_exec_user(unsigned int cpu, void *udata)
         vs->upage = rip & ~PAGE_MASK_4K;
     }
     uint64_t va = vs->upage | (b->vaddr & PAGE_MASK_4K);
-    exec_append(vs, va == b->vaddr ? b : variant_of(b, va));
+    exec_append(vs, va == b->vaddr ? b : variant_of(vs, b, va));
 }
 
 /* How many instructions of block B retired before the one at RIP (all when RIP is not in B). */
@@ -1384,12 +1397,11 @@ static void on_flush(qemu_plugin_id_t id)
             pending = S.vcpus[v].pending == b;
         }
         if (pending) {
-            /* only counted from now on: its variants (in S.live) are freed below */
+            /* only counted from now on; its variants (in S.live) are freed with the rest */
             if (b->variants) {
                 g_hash_table_destroy(b->variants);
                 b->variants = NULL;
             }
-            b->last_variant = NULL;
             g_ptr_array_add(keep, b);
         } else {
             block_free(b);
@@ -1397,6 +1409,11 @@ static void on_flush(qemu_plugin_id_t id)
     }
     g_ptr_array_free(S.live, TRUE);
     S.live = keep;
+    for (unsigned v = 0; v < S.nvcpus; v++) {
+        if (S.vcpus[v].vcache) {
+            memset(S.vcpus[v].vcache, 0, VCACHE_N * sizeof(VCacheEntry));
+        }
+    }
     g_mutex_unlock(&S.lock);
 }
 
