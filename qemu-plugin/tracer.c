@@ -178,8 +178,7 @@ typedef struct {
 /* One translation block, as the plugin saw it at translation, or a variant of a user-mode one:
  * the same instructions at the virtual address another process runs them at (README: user
  * PCs). */
-typedef struct Block Block;
-struct Block {
+typedef struct {
     uint32_t id;
     uint32_t ninsn;
     uint64_t vaddr;
@@ -195,7 +194,7 @@ struct Block {
     uint64_t *paddrs;
     uint8_t *flags;
     GHashTable *variants;
-};
+} Block;
 
 /* A vCPU's recently used variants, direct-mapped by (translated block, address): found
  * without the lock; cleared when QEMU flushes its translations. */
@@ -862,11 +861,10 @@ static Block *variant_of(VCPU *vs, Block *b, uint64_t va)
         return e->variant;
     }
     g_mutex_lock(&S.lock);
-    Block *v;
     if (!b->variants) {
         b->variants = g_hash_table_new(g_direct_hash, g_direct_equal);
     }
-    v = g_hash_table_lookup(b->variants, GSIZE_TO_POINTER(va));
+    Block *v = g_hash_table_lookup(b->variants, GSIZE_TO_POINTER(va));
     if (!v) {
         v = g_new0(Block, 1);
         v->id = S.next_block++;
