@@ -692,3 +692,67 @@ def test_parts_without_checksums_still_read(sample_dir: Path) -> None:
     f = tf.sample()
     t = open_trace(sample_dir)
     assert t.table("syscalls").num_rows == sum(len(r) for r in f.rows["syscalls"].values())
+
+
+# --- user PCs (check g) ----------------------------------------------------------------------
+
+def user_pcs_run(f: tf.TraceFactory, **extra) -> tf.TraceFactory:
+    """Say in plugin.json that the plugin recorded user blocks where they ran."""
+    f.plugin_info = {**f.plugin_info, "user_pcs": "run", **extra}
+    return f
+
+
+def test_user_pcs_of_older_traces_are_info(sample_dir: Path) -> None:
+    status, out = run_check(sample_dir)
+    assert status == 0, out
+    assert "user_pcs: recorded before per-process user PCs" in out
+    assert "check user_pcs" not in out
+
+
+def test_user_returns_resume_at_the_recorded_pc(tmp_path: Path) -> None:
+    root = user_pcs_run(tf.sample()).write(tmp_path / "t")
+    status, out = run_check(root)
+    assert status == 0 and "check user_pcs: ok" in out, out
+    assert "recorded before per-process user PCs" not in out
+    # The page fault's return: resumes in another page than the block that ran next.
+    part = root / "interrupts" / "v000-000000.parquet"
+    pc = pq.read_table(part).column("pc").to_pylist()
+    rewrite(part, pc=[pc[0], pc[1] + 0x1000])
+    status, out = run_check(root)
+    assert status == 1 and "check user_pcs: 1 violation" in out
+    assert (f"interrupts v0 row 1 (exec_row 8, icount 24): returns to user pc {pc[1] + 0x1000:#x}"
+            f" but the block at exec_row starts at {pc[1]:#x}") in out
+
+
+def interrupt_before_first_user_block(saved: int | None = None) -> tf.TraceFactory:
+    """A return to user mode at U, and a timer interrupt taken before U's block runs (saving
+    SAVED, U when None), then the return from it to U."""
+    f = user_pcs_run(tf.TraceFactory(nvcpus=1))
+    u = f.block(0x7F0000001000, [2, 3])
+    k_iret = f.block(tf.KBASE + 0x2000, [4, 2], flags={1: tf.F_IRETQ})
+    timer = f.block(tf.KBASE + 0x3000, [4, 2], flags={1: tf.F_IRETQ})
+    to = f.blocks[u].vaddr
+    f.marker(0, 0)
+    f.run(0, u, k_iret)
+    f.interrupt_return(0, to=to)
+    f.interrupt(0, 0xEC, tf.KBASE + 0x3000, pc=to if saved is None else saved)
+    f.run(0, timer)
+    f.interrupt_return(0, to=to)
+    f.run(0, u)
+    return f
+
+
+def test_user_return_then_interrupt_compares_the_saved_pc(tmp_path: Path) -> None:
+    status, out = run_check(interrupt_before_first_user_block().write(tmp_path / "a"))
+    assert status == 0 and "check user_pcs: ok" in out, out
+    status, out = run_check(interrupt_before_first_user_block(0x7F0000002000)
+                            .write(tmp_path / "b"))
+    assert status == 1 and "check user_pcs: 1 violation" in out
+    assert ("returns to user pc 0x7f0000001000 but the interrupt taken before its first block "
+            "saved pc 0x7f0000002000") in out
+
+
+def test_rip_offset_mismatches_fail_user_pcs(tmp_path: Path) -> None:
+    root = user_pcs_run(tf.sample(), user_rip_offset_mismatches=2).write(tmp_path / "t")
+    status, out = run_check(root)
+    assert status == 1 and "plugin.json: 2 user blocks started at a rip" in out
