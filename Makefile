@@ -8,7 +8,8 @@
 #   make trace WORKLOAD=find [TRACE_OUT=out/find] [TRACE_ARGS="--roi-insns 150M"]
 #               trace one workload of the suite on the Debian guest (`pysched trace --list`)
 #   make data   regenerate the shipped sample traces in data/ (a few minutes)
-#   make evaluate  every scheduling policy on the shipped traces, 8 cores at 2X (tens of minutes)
+#   make evaluate  every scheduling policy on the shipped traces, 8 cores at 2X (8 copies of
+#               each trace a run, whole runs: four times the work --load 2 meant before issue 13)
 #   make sweep  the example sensitivity sweep (sweeps/example.toml) on a local Dask cluster
 #   make notebook  JupyterLab on notebooks/ from .venv
 #   make evaluate-paper  the study beside the SchedTask paper: every policy at 1X..8X, stealing
@@ -195,8 +196,9 @@ bench-models: setup
 bench-analysis: plugin guest
 	$(PY) benchmarks/analysis.py --out benchmarks/results/analysis.json
 
-# The scheduler sandbox: simulated instructions per wall second and peak memory, 8 cores at 4
-# copies (SandboxConfig.load) of the largest shipped trace, and how it grows with twice the work and twice the cores.
+# The scheduler sandbox: simulated instructions per wall second and peak memory, 8 cores with
+# 4 copies (SandboxConfig.load) of the largest shipped trace, and how it grows with twice the
+# work and twice the cores.
 # Also the sweep's points per minute (serial, 1 and 2 Dask workers);
 # BENCH_SANDBOX_ARGS=--sweep-only measures only that and merges it into the JSON.
 BENCH_SANDBOX_ARGS ?=
