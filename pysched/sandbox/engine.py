@@ -82,7 +82,8 @@ class SandboxConfig:
     machine : MachineConfig
         Cores (timing, DVFS, migration cost) and the cache hierarchy.
     load : int
-        Copies of the workload (the paper's 1X..8X, section 6.3).
+        Copies of the workload (the paper's kX on C cores is
+        :func:`pysched.evaluation.runner.copies_for` copies, section 6.3).
     epoch_s : float
         Epoch length in simulated seconds (3 ms, section 4.4).
     switch_cycles : int
