@@ -3,12 +3,14 @@
 #               short evaluation of the scheduling policies on them (results/sandbox/)
 #               and the other seeds' tables (HRRS, cache-fair, DVFS) (results/seeds/)
 #   make test   set everything up, then run the test suite (what CI runs)
-#   make test-kernel2  the tracer's guest tests on a second kernel (Debian trixie's 6.12)
+#   make test-kernel2  the tracer's guest tests on a second kernel (Debian trixie's 6.12;
+#                      KERNEL_SUITE=bullseye: 5.10)
 #   make demo   trace a demo command on the busybox test guest and check the trace
 #   make trace WORKLOAD=find [TRACE_OUT=out/find] [TRACE_ARGS="--roi-insns 150M"]
 #               trace one workload of the suite on the Debian guest (`pysched trace --list`)
 #   make data   regenerate the shipped sample traces in data/ (a few minutes)
-#   make evaluate  every scheduling policy on the shipped traces, 8 cores at 2X (tens of minutes)
+#   make evaluate  every scheduling policy on the shipped traces, 8 cores at 2X (8 copies of
+#               each trace a run, whole runs: four times the work --load 2 meant before issue 13)
 #   make sweep  the example sensitivity sweep (sweeps/example.toml) on a local Dask cluster
 #   make notebook  JupyterLab on notebooks/ from .venv
 #   make evaluate-paper  the study beside the SchedTask paper: every policy at 1X..8X, stealing
@@ -94,8 +96,9 @@ data-seeds: plugin guest
 
 # The main job: SuperFunctions, breakups, epoch similarity and page heatmaps of every shipped
 # trace, with the paper's figures beside ours (results/summary.md); then a short evaluation of
-# SchedTask and its baselines against linux on the same traces, 8 cores at 2X, each run a
-# window of its first 10 epochs (results/sandbox/summary.md, beside the paper's section 6).
+# SchedTask and its baselines against linux on the same traces, 8 cores at the paper's 2X (two
+# traced vCPUs' work per core: 8 copies of each 2-vCPU trace), each run a window of its first
+# 10 epochs (results/sandbox/summary.md, beside the paper's section 6).
 RUN_EVAL_ARGS ?= --cores 8 --load 2 --epochs 10
 run: plugin guest
 	rm -rf $(RUN_OUT)
@@ -112,7 +115,8 @@ demo: plugin guest
 	$(PYSCHED) check $(DEMO_OUT)
 
 # The sandbox: SchedTask and the baselines of its Table 3 against linux, epoch by epoch, on
-# the shipped traces at twice their load (the paper's Fig 7 setting), 8 simulated cores.
+# the shipped traces at the paper's 2X load (its Fig 7 setting; --load is relative to the
+# machine: 8 copies of each 2-vCPU trace on 8 cores), 8 simulated cores.
 EVAL_OUT ?= results/sandbox
 EVAL_POLICIES ?= linux,schedtask,selective-offload,flexsc,disaggregate-os,slicc
 evaluate: setup
@@ -136,8 +140,10 @@ notebook: setup
 # a `pysched evaluate` directory, finished or absent, so an interrupted study resumes where it
 # stopped (`make -j2` runs two parts at once). Per workload, in this order over all workloads:
 # every policy at 2X (Fig 7, 8, 10), SchedTask's stealing (Fig 9) and Page-heatmap (Fig 11)
-# variants at 2X, every policy at the other loads (Table 4). pysched.evaluation.study then
-# writes the combined summary beside the paper's figures.
+# variants at 2X, every policy at the other loads (Table 4); loads are the paper's, relative to
+# the machine (kX on PAPER_CORES cores: k * PAPER_CORES / 2 copies of a 2-vCPU trace).
+# pysched.evaluation.study then writes the combined summary beside the paper's figures; it
+# leaves out parts written when --load counted copies (no load_unit column): delete them.
 PAPER_OUT ?= results/paper
 PAPER_CORES ?= 8
 PAPER_LOADS ?= 1,4,8
@@ -167,7 +173,8 @@ test-all: plugin guest
 	$(PY) -m pytest -q
 
 # The tracer on a second kernel (Debian KERNEL_SUITE's linux-image-amd64, trixie's 6.12 by
-# default) on the busybox test guest, checked as the first (tests/test_guest_kernel2.py).
+# default, bullseye's 5.10 with KERNEL_SUITE=bullseye) on the busybox test guest, checked as
+# the first (tests/test_guest_kernel2.py).
 KERNEL_SUITE ?= trixie
 test-kernel2: plugin guest
 	$(MAKE) -C guest kernel2-guest KERNEL_SUITE=$(KERNEL_SUITE)
@@ -191,8 +198,9 @@ bench-models: setup
 bench-analysis: plugin guest
 	$(PY) benchmarks/analysis.py --out benchmarks/results/analysis.json
 
-# The scheduler sandbox: simulated instructions per wall second and peak memory, 8 cores at 4X
-# on the largest shipped trace, and how it grows with twice the work and twice the cores.
+# The scheduler sandbox: simulated instructions per wall second and peak memory, 8 cores with
+# 4 copies (SandboxConfig.load) of the largest shipped trace, and how it grows with twice the
+# work and twice the cores.
 # Also the sweep's points per minute (serial, 1 and 2 Dask workers);
 # BENCH_SANDBOX_ARGS=--sweep-only measures only that and merges it into the JSON.
 BENCH_SANDBOX_ARGS ?=

@@ -13,6 +13,11 @@ slowdown is the run's wall time over (a)'s, from this run. The traced window mus
 1 G instructions (checked from ``plugin.json``).
 
 Usage: ``python benchmarks/tracer.py --out benchmarks/results/tracer.json``
+
+``--ab OTHER.so`` instead compares two builds of the plugin on the default stream only: ROUNDS
+rounds of plain TCG, OTHER (before) and ``--plugin`` (after), interleaved so that both see the
+same host load, and the ratios of the fastest run of each (the runs of a shared host vary far
+more than the plugins do).
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -57,11 +63,12 @@ def build_peer(name: str, dest: Path) -> Path:
 
 
 def run(argv: list[str], log: Path | None = None,
-        timeout: float | None = None) -> tuple[float, int, int, bool]:
+        timeout: float | None = None) -> tuple[float, int, int, bool, float]:
     """Run QEMU to completion, or stop it after TIMEOUT seconds.
 
-    Returns wall seconds, the bytes and lines QEMU logged to LOG (a FIFO read here), and
-    whether the run was stopped.
+    Returns wall seconds, the bytes and lines QEMU logged to LOG (a FIFO read here), whether
+    the run was stopped, and QEMU's CPU seconds (user and system, all its threads): on a
+    shared host the CPU time varies far less than the wall time.
     """
     counted = [0, 0]
 
@@ -77,6 +84,7 @@ def run(argv: list[str], log: Path | None = None,
         reader = threading.Thread(target=drain, args=(log,))
         reader.start()
     t0 = time.monotonic()
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     stopped = False
     with open(os.devnull, "wb") as null:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=null,
@@ -88,15 +96,82 @@ def run(argv: list[str], log: Path | None = None,
             proc.kill()
             _, err = proc.communicate()
     wall = time.monotonic() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
     if reader is not None:
         reader.join()
     if proc.returncode != 0 and not stopped:
         sys.exit(f"benchmark: QEMU failed ({proc.returncode}): {' '.join(argv)}\n{err}")
-    return wall, counted[0], counted[1], stopped
+    return wall, counted[0], counted[1], stopped, cpu
 
 
 def trace_bytes(out: Path) -> int:
     return sum(p.stat().st_size for p in out.rglob("*.parquet"))
+
+
+def run_context(workload: str, append: str, kernel_version: str) -> dict:
+    """What a result is a measurement of: the guest command line, versions, host and date."""
+    return {
+        "workload": workload,
+        "vcpus": VCPUS,
+        "ram_mib": RAM_MIB,
+        "kernel_append": append,
+        "qemu": qemu_version(),
+        "kernel": kernel_version,
+        "host": {"cpus": os.cpu_count(), "machine": platform.machine(),
+                 "loadavg": os.getloadavg()},
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def ab_main(args: argparse.Namespace, plugin: Path) -> int:
+    """``--ab``: rounds of plain / before / after, default stream only (see the docstring)."""
+    guest = locate_guest()
+    runs: dict[str, list] = {"plain": [], "before": [], "after": []}
+    cpu: dict[str, list] = {"plain": [], "before": [], "after": []}
+    counters: dict[str, list] = {"before": [], "after": []}
+    with tempfile.TemporaryDirectory(prefix="pysched-bench-") as tmp:
+        tmp = Path(tmp)
+        initrd = write_run_initrd(guest.initramfs, args.workload, tmp / "run.img")
+        append = kernel_append(args.kernel_args)
+        base = qemu_argv(guest.vmlinuz, initrd, RAM_MIB, VCPUS, append=append)
+        for _ in range(args.rounds):
+            wall, *_, cpu_s = run(base)
+            runs["plain"].append(wall)
+            cpu["plain"].append(cpu_s)
+            for name, so in (("before", args.ab), ("after", plugin)):
+                opts = plugin_options(tmp / name, guest.system_map, RAM_MIB)
+                wall, *_, cpu_s = run(base + ["-plugin", f"{so},{opts}"])
+                runs[name].append(wall)
+                cpu[name].append(cpu_s)
+                info = json.loads((tmp / name / "plugin.json").read_text())
+                counters[name].append({k: info[k] for k in ("icount", "blocks", "user_variants",
+                                                            "user_rip_reads") if k in info})
+                counters[name][-1]["parquet_bytes"] = trace_bytes(tmp / name)
+                shutil.rmtree(tmp / name)
+    best = {k: min(v) for k, v in runs.items()}
+    best_cpu = {k: min(v) for k, v in cpu.items()}
+    summary = {
+        **run_context(args.workload, append, guest.kernel_version),
+        "plugin_before": str(args.ab),
+        "plugin_after": str(plugin),
+        "rounds": args.rounds,
+        "runs_s": runs,
+        "cpu_s": cpu,
+        "counters": counters,
+        "min_ratios": {"before_over_plain": best["before"] / best["plain"],
+                       "after_over_plain": best["after"] / best["plain"],
+                       "after_over_before": best["after"] / best["before"]},
+        "min_cpu_ratios": {"before_over_plain": best_cpu["before"] / best_cpu["plain"],
+                           "after_over_plain": best_cpu["after"] / best_cpu["plain"],
+                           "after_over_before": best_cpu["after"] / best_cpu["before"]},
+        "note": "wall and CPU time of QEMU's whole run (boot, workload, power-off), default "
+                "stream; ratios of the fastest run of each",
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(summary, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in summary.items() if k != "counters"}, indent=2))
+    return 0
 
 
 def main() -> int:
@@ -109,12 +184,22 @@ def main() -> int:
                     help="the guest kernel's optional arguments (default: pysched trace's)")
     ap.add_argument("--execlog-cap", type=float, default=20.0,
                     help="stop execlog after this many times plain TCG's wall time")
+    ap.add_argument("--ab", type=Path, default=None, metavar="OTHER.so",
+                    help="compare with this other build of the plugin (default stream only)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="with --ab: rounds of plain / OTHER / --plugin (default 3)")
     args = ap.parse_args()
 
     guest = locate_guest()
     plugin = args.plugin or default_plugin_path()
     if not plugin.is_file():
         sys.exit("benchmark: plugin not built; run `make plugin`")
+    if args.ab is not None:
+        if not args.ab.is_file():
+            sys.exit(f"benchmark: --ab {args.ab}: no such file")
+        if args.rounds < 1:
+            sys.exit(f"benchmark: --rounds {args.rounds}: must be 1 or more")
+        return ab_main(args, plugin)
     with tempfile.TemporaryDirectory(prefix="pysched-bench-") as tmp:
         tmp = Path(tmp)
         initrd = write_run_initrd(guest.initramfs, args.workload, tmp / "run.img")
@@ -139,7 +224,7 @@ def main() -> int:
         # takes far longer than the rest: it is stopped after a cap, and its slowdown is then
         # a lower bound, its bytes per instruction measured over the lines it wrote.
         cap = args.execlog_cap * results["plain"]["wall_s"]
-        wall, logged, lines, stopped = run(
+        wall, logged, lines, stopped, _ = run(
             base + ["-plugin", str(peers["execlog"]), "-d", "plugin",
                     "-D", str(tmp / "execlog.fifo")], log=tmp / "execlog.fifo", timeout=cap)
         results["execlog"] = {"wall_s": wall, "log_bytes": logged, "log_lines": lines,
@@ -152,14 +237,7 @@ def main() -> int:
     plain = results["plain"]["wall_s"]
     insns = results["default"]["insns"]
     summary = {
-        "workload": args.workload,
-        "vcpus": VCPUS,
-        "ram_mib": RAM_MIB,
-        "kernel_append": append,
-        "qemu": qemu_version(),
-        "kernel": guest.kernel_version,
-        "host": {"cpus": os.cpu_count(), "machine": platform.machine()},
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **run_context(args.workload, append, guest.kernel_version),
         "insns_traced": insns,
         "slowdown_default": results["default"]["wall_s"] / plain,
         "slowdown_data": results["data"]["wall_s"] / plain,

@@ -17,3 +17,12 @@ DEFAULT_EPOCH = int(EPOCH_SECONDS * CLOCK_HZ * IPC)
 #: above it). Addresses between 2**47 and this are non-canonical and never execute, so "below
 #: KERNEL_SPACE" is exactly "user space" for every address a trace holds.
 KERNEL_SPACE = 0xFFFF_8000_0000_0000
+
+#: The two units of a sandbox load (``pysched evaluate --load-unit``, a sweep's ``load_unit``).
+#: ``machine``: the paper's load, relative to the machine (section 4.2: one instance of a
+#: single-threaded benchmark per core is 1X; section 6.1: 2X doubles it), replayed as
+#: :func:`pysched.evaluation.runner.copies_for` copies of the trace. ``copies``: the load is the
+#: number of copies of the traced workload itself, whatever the number of cores.
+LOAD_MACHINE = "machine"
+LOAD_COPIES = "copies"
+LOAD_UNITS = (LOAD_MACHINE, LOAD_COPIES)

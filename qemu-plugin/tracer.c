@@ -32,6 +32,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define KTEXT_START 0xffffffff80000000ULL /* __START_KERNEL_map: maps phys_base (0 with nokaslr) */
 #define KTEXT_END 0xffffffffc0000000ULL
 #define KERNEL_HALF 0xffff800000000000ULL
+#define USER_END 0x0000800000000000ULL /* user-mode addresses are below (4-level paging) */
+#define PAGE_MASK_4K 0xfffULL
 /* KASLR moves the kernel image (virtually and physically) by multiples of CONFIG_PHYSICAL_ALIGN,
  * which x86_64 requires to be a multiple of 2 MiB. */
 #define KASLR_ALIGN 0x200000ULL
@@ -173,7 +175,9 @@ typedef struct {
 /* ---------------------------------------------------------------------------------------- */
 /* State                                                                                     */
 
-/* One translation block, as the plugin saw it at translation. */
+/* One translation block, as the plugin saw it at translation, or a variant of a user-mode one:
+ * the same instructions at the virtual address another process runs them at (README: user
+ * PCs). */
 typedef struct {
     uint32_t id;
     uint32_t ninsn;
@@ -181,14 +185,31 @@ typedef struct {
     int16_t vector;   /* IDT vector whose handler starts here, or -1 */
     bool is_switch;   /* starts __switch_to */
     uint8_t wake;     /* WAKE_* kind of the wake-up function that starts here, or 0 */
+    bool user;        /* starts below USER_END */
+    uint32_t nbytes;
+    uint64_t frame;   /* guest-physical frame of the first instruction, or PADDR_UNKNOWN */
     uint8_t *sizes;   /* instruction lengths, for locating a faulting RIP */
+    /* User-mode translations only (NULL otherwise and in variants): what a variant copies,
+     * and the variants made so far (vaddr -> Block, under S.lock). */
+    uint64_t *paddrs;
+    uint8_t *flags;
+    GHashTable *variants;
 } Block;
+
+/* A vCPU's recently used variants, direct-mapped by (translated block, address): found
+ * without the lock; cleared when QEMU flushes its translations. */
+#define VCACHE_N 1024
+typedef struct {
+    const Block *base;
+    Block *variant;
+} VCacheEntry;
 
 /* Register handles (the same on every vCPU, read once in vcpu_init). */
 enum { R_RAX, R_RBX, R_RCX, R_RDX, R_RSI, R_RDI, R_RBP, R_RSP, R_R8, R_R9, R_R10,
-       R_GS_BASE, R_K_GS_BASE, R_CR3, R_N };
+       R_GS_BASE, R_K_GS_BASE, R_CR3, R_RIP, R_N };
 static const char *REG_NAMES[R_N] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp",
-                                     "rsp", "r8",  "r9",  "r10", "gs_base", "k_gs_base", "cr3"};
+                                     "rsp", "r8",  "r9",  "r10", "gs_base", "k_gs_base", "cr3",
+                                     "rip"};
 
 /* Per-vCPU state: touched only by its own vCPU thread (and in exclusive sections). */
 typedef struct {
@@ -201,6 +222,11 @@ typedef struct {
     bool after_syscall;    /* a `syscall` ran and no slide probe has run since (KASLR) */
     uint64_t window_start; /* icount when the current window began */
     bool done;             /* roi_insns reached: records nothing more in this window */
+    GArray *stops_ns;      /* uint64 time_ns of each roi_insns stop, one per region (S.lock) */
+    uint64_t upage;        /* virtual page of the last user block that read rip */
+    uint64_t rip_reads;    /* user blocks whose rip was read (plugin.json) */
+    uint64_t rip_bad;      /* ... whose rip had another page offset than the block */
+    VCacheEntry *vcache;   /* VCACHE_N entries, allocated with the first variant */
     GByteArray *scratch;
     struct qemu_plugin_register *reg[R_N];
 } VCPU;
@@ -267,6 +293,8 @@ static struct {
     /* counters for plugin.json */
     uint64_t n_blocks, n_windows, n_iret_self, n_shared_handlers, n_idt_reads, n_parts;
     uint64_t n_bound_ends; /* windows ended by roi_insns */
+    uint64_t n_variants;   /* user blocks recorded again at another process's address */
+    bool have_rip;         /* the vCPUs expose rip: user blocks are recorded where they run */
     unsigned int vcpus_done; /* vCPUs that reached roi_insns in this window (atomic) */
 } S;
 
@@ -424,6 +452,15 @@ static void flush_vcpu(VCPU *vs)
     }
 }
 
+/* The `time_ns` clock: host monotonic time since the plugin started. */
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)(ts.tv_sec - S.t0.tv_sec) * 1000000000ull +
+           (uint64_t)(ts.tv_nsec - S.t0.tv_nsec);
+}
+
 /* Reserve one row of a per-vCPU event table (flushing the vCPU when it is full) and fill its
  * common columns; the caller fills the table's own. */
 static size_t ev_row(VCPU *vs, int table, uint64_t icount)
@@ -436,13 +473,10 @@ static size_t ev_row(VCPU *vs, int table, uint64_t icount)
     if (table == T_MEM) {
         COL(b, ME_ICOUNT, uint64_t)[r] = icount;
     } else {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
         COL(b, EV_VCPU, uint16_t)[r] = vs->index;
         COL(b, EV_ICOUNT, uint64_t)[r] = icount;
         COL(b, EV_EXEC_ROW, uint64_t)[r] = vs->exec_rows;
-        COL(b, EV_TIME_NS, uint64_t)[r] = (uint64_t)(ts.tv_sec - S.t0.tv_sec) * 1000000000ull +
-                                          (uint64_t)(ts.tv_nsec - S.t0.tv_nsec);
+        COL(b, EV_TIME_NS, uint64_t)[r] = now_ns();
     }
     return r;
 }
@@ -681,6 +715,11 @@ static void bound_stop(VCPU *vs)
 {
     vs->done = true;
     vs->pending = NULL;
+    /* After this vCPU's last row: pysched check needs when it stopped (README: plugin.json). */
+    uint64_t t = now_ns();
+    g_mutex_lock(&S.lock);
+    g_array_append_val(vs->stops_ns, t);
+    g_mutex_unlock(&S.lock);
     if (__atomic_add_fetch(&S.vcpus_done, 1, __ATOMIC_ACQ_REL) == S.nvcpus) {
         S.tracing = false;
         request_reset(MODE_LIGHT);
@@ -785,6 +824,112 @@ static void vcpu_tb_exec(unsigned int cpu, void *udata)
         return;
     }
     exec_append(vs, (Block *)udata);
+}
+
+/* The static rows of a new block (translated, or a variant): its `blocks` row and one `insns`
+ * row per instruction at consecutive virtual addresses from b->vaddr. Under S.lock. */
+static void emit_static_rows(const Block *b, const uint64_t *paddrs, const uint8_t *flags)
+{
+    Buf *bi = &S.statics[1];
+    uint64_t va = b->vaddr;
+    for (uint32_t i = 0; i < b->ninsn; i++) {
+        if (bi->n == bi->cap) {
+            buf_flush(bi, -1);
+        }
+        size_t r = bi->n++;
+        COL(bi, IN_BLOCK, uint32_t)[r] = b->id;
+        COL(bi, IN_IDX, uint16_t)[r] = (uint16_t)i;
+        COL(bi, IN_VADDR, uint64_t)[r] = va;
+        COL(bi, IN_PADDR, uint64_t)[r] = paddrs[i];
+        COL(bi, IN_SIZE, uint8_t)[r] = b->sizes[i];
+        COL(bi, IN_FLAGS, uint8_t)[r] = flags[i];
+        va += b->sizes[i];
+    }
+    Buf *bb = &S.statics[0];
+    if (bb->n == bb->cap) {
+        buf_flush(bb, -1);
+    }
+    size_t r = bb->n++;
+    COL(bb, BL_BLOCK, uint32_t)[r] = b->id;
+    COL(bb, BL_VADDR, uint64_t)[r] = b->vaddr;
+    COL(bb, BL_NINSN, uint32_t)[r] = b->ninsn;
+    COL(bb, BL_NBYTES, uint32_t)[r] = b->nbytes;
+}
+
+/*
+ * User block B runs at VA, not where it was translated: QEMU shares one translation among all
+ * virtual addresses of its physical page (PC-relative blocks), so another process may run it
+ * at another page. Return the variant of B at VA: made once (a new id, the same instructions
+ * and frames at VA; under S.lock, in B's table) and found again in the vCPU's cache without
+ * the lock.
+ */
+static Block *variant_of(VCPU *vs, Block *b, uint64_t va)
+{
+    if (!vs->vcache) {
+        vs->vcache = g_new0(VCacheEntry, VCACHE_N);
+    }
+    VCacheEntry *e = &vs->vcache[(((uintptr_t)b >> 4) ^ (va >> 12)) % VCACHE_N];
+    if (e->base == b && e->variant->vaddr == va) {
+        return e->variant;
+    }
+    g_mutex_lock(&S.lock);
+    if (!b->variants) {
+        b->variants = g_hash_table_new(g_direct_hash, g_direct_equal);
+    }
+    Block *v = g_hash_table_lookup(b->variants, GSIZE_TO_POINTER(va));
+    if (!v) {
+        v = g_new0(Block, 1);
+        v->id = S.next_block++;
+        v->ninsn = b->ninsn;
+        v->vaddr = va;
+        v->vector = -1;
+        v->user = true;
+        v->nbytes = b->nbytes;
+        v->frame = b->frame;
+        v->sizes = g_memdup2(b->sizes, b->ninsn);
+        emit_static_rows(v, b->paddrs, b->flags);
+        g_hash_table_insert(b->variants, GSIZE_TO_POINTER(va), v);
+        g_ptr_array_add(S.live, v);
+        S.n_variants++;
+    }
+    g_mutex_unlock(&S.lock);
+    e->base = b;
+    e->variant = v;
+    return v;
+}
+
+/*
+ * A user-mode block starts (registered with register access). Its virtual page is the one of
+ * the previous block when that was a user block on the same frame (no kernel entry between
+ * them, so the same address space: the common case costs no register read); otherwise rip is
+ * read. A process that maps one frame at two virtual pages and jumps between them without
+ * entering the kernel is not told apart (README: user PCs).
+ */
+static void vcpu_tb_exec_user(unsigned int cpu, void *udata)
+{
+    if (!S.tracing) {
+        return;
+    }
+    VCPU *vs = &S.vcpus[cpu];
+    Block *b = udata, *prev = vs->pending;
+    if (prev) {
+        vs->icount += prev->ninsn;
+        vs->pending = NULL;
+    }
+    if (bound_reached(vs)) {
+        return;
+    }
+    if (!prev || !prev->user || prev->frame != b->frame || b->frame == PADDR_UNKNOWN) {
+        uint64_t rip = reg_read(vs, R_RIP);
+        vs->rip_reads++;
+        if ((rip & PAGE_MASK_4K) != (b->vaddr & PAGE_MASK_4K)) {
+            vs->rip_bad++; /* not where this block starts: keep the translated address */
+            rip = b->vaddr;
+        }
+        vs->upage = rip & ~PAGE_MASK_4K;
+    }
+    uint64_t va = vs->upage | (b->vaddr & PAGE_MASK_4K);
+    exec_append(vs, va == b->vaddr ? b : variant_of(vs, b, va));
 }
 
 /* How many instructions of block B retired before the one at RIP (all when RIP is not in B). */
@@ -1165,42 +1310,33 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             b->wake = (uint8_t)k;
         }
     }
+    b->user = va < USER_END;
     S.n_blocks++;
     g_ptr_array_add(S.live, b);
 
-    Buf *bi = &S.statics[1];
-    uint32_t nbytes = 0;
-    unsigned flags[n];
+    uint64_t paddrs[n];
+    uint8_t flags[n];
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         size_t sz = qemu_plugin_insn_data(insn, bytes, sizeof(bytes));
-        flags[i] = decode_flags(bytes, sz);
+        flags[i] = (uint8_t)decode_flags(bytes, sz);
         b->sizes[i] = (uint8_t)qemu_plugin_insn_size(insn);
-        nbytes += b->sizes[i];
-        if (bi->n == bi->cap) {
-            buf_flush(bi, -1);
-        }
-        size_t r = bi->n++;
-        COL(bi, IN_BLOCK, uint32_t)[r] = b->id;
-        COL(bi, IN_IDX, uint16_t)[r] = (uint16_t)i;
-        COL(bi, IN_VADDR, uint64_t)[r] = qemu_plugin_insn_vaddr(insn);
-        COL(bi, IN_PADDR, uint64_t)[r] = to_paddr(qemu_plugin_insn_haddr(insn));
-        COL(bi, IN_SIZE, uint8_t)[r] = b->sizes[i];
-        COL(bi, IN_FLAGS, uint8_t)[r] = (uint8_t)flags[i];
+        b->nbytes += b->sizes[i];
+        paddrs[i] = to_paddr(qemu_plugin_insn_haddr(insn));
     }
-    Buf *bb = &S.statics[0];
-    if (bb->n == bb->cap) {
-        buf_flush(bb, -1);
+    b->frame = paddrs[0] == PADDR_UNKNOWN ? PADDR_UNKNOWN : paddrs[0] >> 12;
+    emit_static_rows(b, paddrs, flags);
+    bool user_cb = b->user && S.have_rip;
+    if (user_cb) { /* what its variants copy */
+        b->paddrs = g_memdup2(paddrs, sizeof(paddrs));
+        b->flags = g_memdup2(flags, sizeof(flags));
     }
-    size_t r = bb->n++;
-    COL(bb, BL_BLOCK, uint32_t)[r] = b->id;
-    COL(bb, BL_VADDR, uint64_t)[r] = va;
-    COL(bb, BL_NINSN, uint32_t)[r] = (uint32_t)n;
-    COL(bb, BL_NBYTES, uint32_t)[r] = nbytes;
     g_mutex_unlock(&S.lock);
 
     if (b->vector >= 0 || b->is_switch || b->wake) {
         qemu_plugin_register_vcpu_tb_exec_cb(tb, vcpu_tb_exec_special, QEMU_PLUGIN_CB_R_REGS, b);
+    } else if (user_cb) {
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, vcpu_tb_exec_user, QEMU_PLUGIN_CB_R_REGS, b);
     } else {
         qemu_plugin_register_vcpu_tb_exec_cb(tb, vcpu_tb_exec, QEMU_PLUGIN_CB_NO_REGS, b);
     }
@@ -1236,6 +1372,9 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int cpu)
                 vs->reg[r] = d->handle;
             }
         }
+        if (!strcmp(d->name, REG_NAMES[R_RIP])) {
+            S.have_rip = true;
+        }
     }
     g_array_free(regs, TRUE);
 }
@@ -1247,6 +1386,11 @@ static void block_free(gpointer p)
 {
     Block *b = p;
     g_free(b->sizes);
+    g_free(b->paddrs);
+    g_free(b->flags);
+    if (b->variants) { /* the variants themselves are in S.live */
+        g_hash_table_destroy(b->variants);
+    }
     g_free(b);
 }
 
@@ -1263,6 +1407,11 @@ static void on_flush(qemu_plugin_id_t id)
             pending = S.vcpus[v].pending == b;
         }
         if (pending) {
+            /* only counted from now on; its variants (in S.live) are freed with the rest */
+            if (b->variants) {
+                g_hash_table_destroy(b->variants);
+                b->variants = NULL;
+            }
             g_ptr_array_add(keep, b);
         } else {
             block_free(b);
@@ -1270,6 +1419,11 @@ static void on_flush(qemu_plugin_id_t id)
     }
     g_ptr_array_free(S.live, TRUE);
     S.live = keep;
+    for (unsigned v = 0; v < S.nvcpus; v++) {
+        if (S.vcpus[v].vcache) {
+            memset(S.vcpus[v].vcache, 0, VCACHE_N * sizeof(VCacheEntry));
+        }
+    }
     g_mutex_unlock(&S.lock);
 }
 
@@ -1382,6 +1536,15 @@ static void write_plugin_json(bool final)
                            PRIu64 ",\n  \"iret_to_self\": %" PRIu64 ",\n  \"parts\": %" PRIu64
                            ",\n", S.nvcpus, S.n_windows, S.n_blocks, S.n_idt_reads,
                            S.n_shared_handlers, S.n_iret_self, S.n_parts);
+    uint64_t rip_reads = 0, rip_bad = 0;
+    for (unsigned i = 0; i < S.nvcpus; i++) {
+        rip_reads += S.vcpus[i].rip_reads;
+        rip_bad += S.vcpus[i].rip_bad;
+    }
+    g_string_append_printf(s, "  \"user_pcs\": \"%s\",\n  \"user_variants\": %" PRIu64
+                           ",\n  \"user_rip_reads\": %" PRIu64 ",\n  \"user_rip_offset_mismatches\": %"
+                           PRIu64 ",\n", S.have_rip ? "run" : "translated", S.n_variants,
+                           rip_reads, rip_bad);
     g_string_append_printf(s, "  \"recording\": %s,\n  \"roi_insns_ends\": %" PRIu64 ",\n",
                            S.tracing || S.open_at_exit ? "true" : "false", S.n_bound_ends);
     g_string_append(s, "  \"icount\": [");
@@ -1393,6 +1556,17 @@ static void write_plugin_json(bool final)
         g_string_append_printf(s, "%s%" PRIu64, i ? ", " : "",
                                S.vcpus[i].icount - S.vcpus[i].window_start);
     }
+    g_string_append(s, "],\n  \"bound_stop_ns\": [");
+    g_mutex_lock(&S.lock);
+    for (unsigned i = 0; i < S.nvcpus; i++) {
+        GArray *a = S.vcpus[i].stops_ns;
+        g_string_append(s, i ? ", [" : "[");
+        for (guint k = 0; k < a->len; k++) {
+            g_string_append_printf(s, "%s%" PRIu64, k ? ", " : "", g_array_index(a, uint64_t, k));
+        }
+        g_string_append(s, "]");
+    }
+    g_mutex_unlock(&S.lock);
     g_string_append(s, "]\n}\n");
     char *path = g_strdup_printf("%s/plugin.json", S.out);
     g_file_set_contents(path, s->str, s->len, NULL);
@@ -1644,6 +1818,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     S.vcpus = g_new0(VCPU, S.nvcpus);
     for (unsigned i = 0; i < S.nvcpus; i++) {
         VCPU *vs = &S.vcpus[i];
+        vs->stops_ns = g_array_new(FALSE, FALSE, sizeof(uint64_t));
         buf_alloc(&vs->buf[T_EXEC], T_EXEC, S.rows);
         for (int t = T_SYSCALLS; t <= T_WAKEUPS; t++) {
             buf_alloc(&vs->buf[t], t, EVENT_ROWS);

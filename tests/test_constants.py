@@ -17,6 +17,7 @@ ONCE = [
     (r"^\s*IPC\s*=", "constants.py"),
     (r"^\s*EPOCH_SECONDS\s*=", "constants.py"),
     (r"^\s*DEFAULT_EPOCH\s*=", "constants.py"),
+    (r"^\s*LOAD_(MACHINE|COPIES|UNITS)\s*=", "constants.py"),
     (r"0x[fF]{4}_?8000_?0000_?0000|1\s*<<\s*63", "constants.py"),
     (r"2654435761", "models/caches/policies/__init__.py"),
     (r"^\s*LRU\s*,\s*FIFO\s*,\s*RANDOM\s*=", "models/caches/policies/__init__.py"),

@@ -31,7 +31,9 @@ def test_list_names_every_policy():
     (["--policies", "schedtask:stealing=maybe"], "stealing must be one of"),
     (["--cores", "0"], "--cores: 0 is not a core count"),
     (["--cores", "x"], "--cores: expected integers"),
-    (["--load", "0"], "--load: 0 is not a number of copies"),
+    (["--load", "0"], "--load: 0 is not a load factor (kX) in 1..64"),
+    (["--load", "0", "--load-unit", "copies"], "--load: 0 is not a number of copies"),
+    (["--load-unit", "cores"], "argument --load-unit: invalid choice: 'cores'"),
     (["--epoch-ms", "nan"], "expected a positive finite number"),
 ])
 def test_bad_arguments_are_named(tmp_path, args, message):
@@ -60,6 +62,8 @@ def test_a_small_evaluation_is_written_whole(tmp_path):
                                                 "epochs.png", "paper-2cores.png"}
     runs = pd.read_csv(out / "runs.csv")
     assert len(runs) == 4 and set(runs["policy"]) == {"linux", "schedtask"}
+    # 2 cores of a 2-vCPU trace: 1X is one copy, 2X two (one traced vCPU's work per core)
+    assert (runs["copies"] == runs["load"]).all() and set(runs["load_unit"]) == {"machine"}
     # every copy's every instruction ran: load 2 doubles the work
     by = runs.set_index(["policy", "load"])["instructions"]
     assert by["linux", 2] == 2 * by["linux", 1] == 2 * by["schedtask", 1]
@@ -69,6 +73,61 @@ def test_a_small_evaluation_is_written_whole(tmp_path):
         runs.set_index(["policy", "load"])["instructions"].sort_index().tolist()
     assert "2 cores, load 2X" in (out / "summary.md").read_text()
     assert not list(tmp_path.glob(".eval.partial-*"))
+
+
+@pytest.mark.parametrize("load, cores, vcpus, copies", [
+    (1, 8, 2, 4),    # 1X: one traced vCPU's work per core (section 4.2)
+    (2, 8, 2, 8),    # 2X doubles it (section 6.1)
+    (8, 32, 2, 128),
+    (1, 3, 2, 2),    # 3 vCPUs' work rounded up to whole copies: 4 vCPUs' on 3 cores
+    (2, 3, 4, 2),    # 6 of 4 vCPUs: 2 copies
+    (1, 1, 4, 1),    # a trace wider than the machine: one copy, never none
+    (3, 7, 1, 21),   # a 1-vCPU trace: one copy per core and load unit
+])
+def test_copies_for_is_k_traced_vcpus_per_core_rounded_up(load, cores, vcpus, copies):
+    from pysched.evaluation.runner import copies_for
+    assert copies_for(load, cores, vcpus) == copies
+
+
+@pytest.mark.parametrize("args", [(0, 8, 2), (1, 0, 2), (1, 8, 0), (1.5, 8, 2), (True, 8, 2)])
+def test_copies_for_refuses_what_is_not_a_positive_integer(args):
+    from pysched.evaluation.runner import copies_for
+    with pytest.raises(ValueError, match="copies_for: (load|cores|vcpus) must be a positive"):
+        copies_for(*args)
+
+
+def test_the_load_unit_sets_the_copies_a_run_replays():
+    from pysched.evaluation import evaluate, prepare
+    t = prepare(DATA / "dss-mem")
+    assert len(t.workload.vcpus) == 2
+    _, m = evaluate([t], ["linux"], cores=[3], loads=[1])  # default: relative to the machine
+    _, c = evaluate([t], ["linux"], cores=[3], loads=[1], load_unit="copies")
+    assert (m["load_unit"].item(), m["copies"].item()) == ("machine", 2)
+    assert (c["load_unit"].item(), c["copies"].item()) == ("copies", 1)
+    # every instruction of each copy ran
+    assert m["instructions"].item() == 2 * c["instructions"].item() == 2 * t.insns
+    with pytest.raises(ValueError, match="--load-unit: 'cores' is not one of machine, copies"):
+        evaluate([t], ["linux"], cores=[3], loads=[1], load_unit="cores")
+
+
+def test_the_summary_says_where_the_core_time_went():
+    from pysched.evaluation.report import core_time, summary_markdown
+    runs = _runs({"schedtask": {"apache": 0.2, "find": 0.0}})
+    runs.loc[(runs["policy"] == "schedtask") & (runs["trace"] == "find"), "idle_fraction"] = 0.3
+    t = core_time(runs).set_index(["load", "policy"])
+    assert list(t.index) == [(1, "linux"), (1, "schedtask"), (2, "linux"), (2, "schedtask")]
+    st = t.loc[(2, "schedtask")]
+    assert st["traces"] == 2 and st["idle"] == pytest.approx(0.2)  # (0.1 + 0.3) / 2
+    assert st["migr_cycle_share"] == pytest.approx(0.1)  # 4e6 of 4e7 busy cycles
+    assert st["migr_per_minsn"] == pytest.approx(0.5)  # 500 per 1e9 instructions
+    assert t.loc[(2, "linux"), "migr_cycle_share"] == pytest.approx(0.01)
+    part = summary_markdown(runs).split("## 8 cores, load 2X")[1]
+    assert "Where the core time went (mean over 2 traces):" in part
+    assert "| linux | 10.0 | 1.00 | 0.05 | 90.0 | 80.0 |" in part
+    assert "| schedtask | 20.0 | 10.00 | 0.50 | 90.0 | 80.0 |" in part
+    # a load counted in copies is named so, and not set beside the paper's loads
+    md = summary_markdown(runs.assign(load_unit="copies"))
+    assert "## 8 cores, 2 copies" in md and "Beside the paper" not in md
 
 
 # --- beside the paper (pysched.evaluation.paper) and the study in parts ---------------------
@@ -81,9 +140,11 @@ def _runs(changes: dict[str, dict[str, float]], loads=(1, 2), cores: int = 8) ->
             for pol, ch in {"linux": {"apache": 0.0, "find": 0.0}, **changes}.items():
                 ratio = 1 + ch[wl]
                 rows.append({"trace": wl, "workload": wl, "policy": pol, "cores": cores,
-                             "load": load, "has_events": True, "events": 100,
+                             "load": load, "load_unit": "machine", "copies": 4 * load,
+                             "has_events": True, "events": 100,
                              "events_per_s": 1000.0 * ratio, "throughput": 2e9 * ratio,
                              "instructions": 10**9, "migrations": 50 if pol == "linux" else 500,
+                             "cycles": 4e7, "migration_cycles": 4e5 if pol == "linux" else 4e6,
                              "idle_fraction": 0.1, "icache_app": 0.9, "icache_os": 0.8,
                              "dcache_app": 0.95, "dcache_os": 0.9, "fairness": 0.9,
                              "irq_latency_mean_s": 1e-6, "elapsed_s": 0.01, "wall_s": 1.0,
@@ -128,7 +189,7 @@ def test_the_summary_sets_ours_beside_the_papers_figures():
     assert comparison_markdown(runs[runs["policy"] != "linux"]) == ""
 
 
-def test_a_study_in_parts_is_put_together(tmp_path):
+def test_a_study_in_parts_is_put_together(tmp_path, capsys):
     from pysched.evaluation import study
     parts = []
     for k, wl in enumerate(("apache", "find")):
@@ -141,8 +202,13 @@ def test_a_study_in_parts_is_put_together(tmp_path):
         parts.append(d)
     unfinished = tmp_path / "part9"
     unfinished.mkdir()
+    old = tmp_path / "part8"  # from when --load K meant K copies: left out, not misread
+    old.mkdir()
+    r.drop(columns=["load_unit", "copies"]).to_csv(old / "runs.csv", index=False)
+    r.assign(epoch=0).to_parquet(old / "epochs.parquet", index=False)
     out = tmp_path / "all"
-    assert study.main([*map(str, parts), str(unfinished), "--out", str(out)]) == 0
+    assert study.main([*map(str, parts), str(unfinished), str(old), "--out", str(out)]) == 0
+    assert f"{old}: written before loads were relative to the machine" in capsys.readouterr().err
     runs = pd.read_csv(out / "runs.csv")
     assert set(runs["trace"]) == {"apache", "find"} and len(runs) == 8
     text = (out / "summary.md").read_text()

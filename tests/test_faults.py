@@ -181,7 +181,7 @@ def test_out_directory_is_claimed_and_finished(tmp_path: Path, capsys) -> None:
 
 _OPTIONS = {
     "analyse": ["--epoch-insns", "--bloom-bits", "--tau-epochs", "--warmup"],
-    "evaluate": ["--cores", "--load", "--epoch-ms"],
+    "evaluate": ["--cores", "--load", "--load-unit", "--epoch-ms"],
     "check": ["--limit"],
 }
 _BAD = st.one_of(

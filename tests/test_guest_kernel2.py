@@ -7,6 +7,7 @@ isolation off (qemu64's default) and forced on; each capture is checked as the f
 check passes, slide and frames, threads equal the last switch's next, sysloop's system calls,
 timer interrupts, the manifest's kernel arguments. 6.12 has no ttwu_do_wakeup (kind-3
 wake-up rows are absent, as qemu-plugin/README.md says of a function the map lacks).
+`make test-kernel2 KERNEL_SUITE=bullseye` runs the same on bullseye's 5.10, which has it.
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sandbox_factory import FIRST, START, tiny
 from test_models_caches import small_hier
@@ -59,10 +59,13 @@ def check_invariants(eng: Engine) -> None:
             its = w.task_items[w.task_ptr[t]:w.task_ptr[t + 1]]
             for a, b in zip(its, its[1:]):
                 assert last[base + a] <= first[base + b] + 1e-15
-        # no woken item runs before its waker reached the wake-up
+        # no woken item runs before its waker reached the wake-up: the end of the waker's
+        # chunk that ends at the offset (one does for every offset, 0 included)
         for i in np.flatnonzero(w.dep_item >= 0).tolist():
             d, off = int(w.dep_item[i]), int(w.dep_offset[i])
-            reach = min(t1 for t0, t1, lo, hi, c in chunks[base + d] if hi >= off)
+            ends = [t1 for t0, t1, lo, hi, c in chunks[base + d] if hi == off]
+            assert ends, f"no chunk of waker {base + d} ends at its wake-up offset {off}"
+            reach = min(ends)
             assert first[base + i] >= reach - 1e-15
 
 
@@ -92,7 +95,16 @@ def workloads(draw):
     return tiny(threads, irqs, deps, ntypes=5)
 
 
+def _offset0_wakeup():
+    """Hypothesis's falsifying example of the wake-up at offset 0 (see the test below): thread
+    0's first item wakes interrupt 7 before its first instruction."""
+    threads = [[(0, 1, 0, FIRST), (0, 1, 1, START)],
+               [(0, 1, 0, FIRST), (0, 1, 1, START), (0, 1, 0, START), (0, 1, 1, START)]]
+    return tiny(threads, [(0, 1, 4, 0.0)] * 3, deps=[(7, 0, 0)], ntypes=5)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(_offset0_wakeup(), "disaggregate-os", 2, 1, 3)
 @given(workloads(), st.sampled_from(sorted(REGISTRY)), st.integers(1, 3), st.integers(1, 2),
        st.integers(3, 50))
 def test_invariants_hold_for_every_policy(wf, policy, cores, load, max_chunk):
@@ -128,6 +140,21 @@ def test_wakeup_waits_for_the_waker_and_a_free_core_runs_it_early():
     start2 = min(t0 for g, c, t0, t1, lo, hi in eng.log if g == 2)
     end0 = max(t1 for g, c, t0, t1, lo, hi in eng.log if g == 0)
     assert t_wake <= start2 < end0  # woken by the waker's progress, ran beside it
+
+
+def test_a_wakeup_at_offset_0_waits_for_the_waker_to_be_switched_in():
+    # Item 0 wakes interrupt 7 at offset 0; disaggregate-os routes the interrupt to its OS
+    # core, idle by then. The waker reaches offset 0 once it has paid its switch-in (1,000
+    # cycles), not when its core picks it: the interrupt starts then, not earlier, and not a
+    # chunk later (at the end of the waker's first instruction).
+    w, fp = _offset0_wakeup()
+    eng, _ = run_logged(w, fp, "disaggregate-os", cores=2, max_chunk=3)
+    check_invariants(eng)
+    (t0, t1, c), = [(t0, t1, c) for g, c, t0, t1, lo, hi in eng.log if g == 0 and hi == 0]
+    assert t1 - t0 == pytest.approx(eng.cfg.switch_cycles / eng.freq[c])
+    start7 = min(t0 for g, c, t0, t1, lo, hi in eng.log if g == 7)
+    first_insn = min(t1 for g, c, t0, t1, lo, hi in eng.log if g == 0 and hi == 1)
+    assert start7 == pytest.approx(t1) and start7 < first_insn
 
 
 def test_as_traced_single_core_keeps_traced_order():

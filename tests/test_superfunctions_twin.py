@@ -216,6 +216,26 @@ def test_twin_on_hand_made_trace(tmp_path: Path) -> None:
     assert (int(Category.BOTTOM_HALF), False, 2 + 3 + 2) in kinds
 
 
+@pytest.mark.parametrize("epoch_len", [3, 5, 64])
+def test_twin_on_blocks_across_two_frames(tmp_path: Path, epoch_len: int) -> None:
+    """Blocks whose instructions lie on two code frames have no page of their own: the
+    kernel's per-instruction heat path."""
+    ks = tf.KernelSim(nvcpus=1)
+    T1 = 0xFFFF888000100000
+    user = ks.f.block(0x400FF8, [4] * 4, paddrs=[0x5123FF8, 0x5123FFC, 0x6000000, 0x6000004])
+    kern = ks.f.block(tf.KERNEL_SYMBOLS["ksys_read"] + 0x40, [4] * 3,
+                      paddrs=[0x200FF8, 0x200FFC, 0x300000])
+    ks.user(0, "A", 2)
+    ks.f.run(0, user, user)
+    ks.syscall(0, T1, 0)
+    ks.f.run(0, kern, kern)
+    ks.sysret(0, T1)
+    ks.f.run(0, user)
+    root = ks.write(tmp_path / "t")
+    compare(root, epoch_len=epoch_len)
+    assert {0x5123, 0x6000, 0x200, 0x300} <= set(segment(root, epoch_len=epoch_len).heat["pfn"])
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_twin_on_random_traces_fixed_seeds(tmp_path: Path, seed: int) -> None:
     compare(random_trace(seed, tmp_path / "t"), epoch_len=1 + seed % 23)

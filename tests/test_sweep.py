@@ -45,6 +45,8 @@ def sweep_cli(*args: str, **kw) -> subprocess.Popen:
     ('[[grid]]\ntrace = "TRACE"\npolicy = "linux"\nl1i_kb = [16, 48]\n',
      "grid[0].l1i_kb[1]: 48 KB"),
     ('[[grid]]\ntrace = "TRACE"\npolicy = "linux"\nlevels = [4]\n', "grid[0].levels[0]"),
+    ('[[grid]]\ntrace = "TRACE"\npolicy = "linux"\nload_unit = ["copies", "cores"]\n',
+     "grid[0].load_unit[1]: expected one of 'machine', 'copies', got 'cores'"),
     ('[[grid]]\npolicy = "linux"\n', "grid[0]: missing key 'trace'"),
     ('[[grid]]\ntrace = "nowhere"\npolicy = "linux"\n', "grid[0].trace: 'nowhere'"),
     ('[[point]]\ntrace = "TRACE"\npolicy = "linux"\ncores = [2, 4]\n',
@@ -98,6 +100,31 @@ l1i_kb = 16
     assert two.l2.size == two.line and two.l2.latency == two.l3.latency
 
 
+def test_the_load_unit_and_the_result_version_enter_the_point_key(tmp_path, monkeypatch):
+    from pysched.sweep import spec
+    pts = load_spec(spec_file(tmp_path, '[[grid]]\ntrace = "TRACE"\npolicy = "linux"\n'
+                                        'load_unit = ["machine", "copies"]\n')).points
+    assert [q.load_unit for q in pts] == ["machine", "copies"]  # load 1 both
+    assert len({q.key for q in pts}) == 2
+    default = load_spec(spec_file(tmp_path, '[[point]]\ntrace = "TRACE"\npolicy = "linux"\n',
+                                  "default.toml")).points[0]
+    assert default.load_unit == "machine" and default.key == pts[0].key
+    # a point stored by another result version (version 1: load in copies) is never taken
+    # for this one: its key differs, and read_results leaves its rows out
+    store = ResultStore(tmp_path / "out")
+    row = pd.DataFrame({"point": [default.key], "instructions": [1]})
+    store.write(default, row.assign(result_version=spec.RESULT_VERSION),
+                row.assign(result_version=spec.RESULT_VERSION))
+    new = default.key
+    monkeypatch.setattr(spec, "RESULT_VERSION", spec.RESULT_VERSION - 1)
+    assert default.key != new and not store.finished(default)
+    store.write(default, row, row)  # what version 1 wrote: no result_version column
+    monkeypatch.undo()
+    assert store.finished(default)
+    assert read_results(tmp_path / "out", "runs")["point"].tolist() == [default.key]
+    assert len(list((tmp_path / "out" / "runs").glob("*.parquet"))) == 2
+
+
 def serial(points) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The same points one by one through the runner, in this process."""
     from pysched.evaluation.runner import evaluate, prepare
@@ -105,7 +132,7 @@ def serial(points) -> tuple[pd.DataFrame, pd.DataFrame]:
     eps, runs = [], []
     for p in points:
         e, r = evaluate([t], [p.policy], [p.cores], [p.load], base=p.machine,
-                        config={"epoch_s": p.epoch_ms / 1e3})
+                        config={"epoch_s": p.epoch_ms / 1e3}, load_unit=p.load_unit)
         eps.append(e.assign(point=p.key))
         runs.append(r.assign(point=p.key))
     return pd.concat(eps, ignore_index=True), pd.concat(runs, ignore_index=True)
@@ -153,8 +180,9 @@ levels = 2
     same_numbers(runs, want_r, ["point"])
     # every parameter is a column of every epoch row
     row = epochs.set_index("point").loc[points[-1].key].iloc[0]
-    assert (row["policy"], row["cores"], row["l1i_kb"], row["levels"], row["load"]) == \
-        ("schedtask:heatmap_bits=512:stealing=same", 3, 16, 2, 1)
+    assert (row["policy"], row["cores"], row["l1i_kb"], row["levels"], row["load"],
+            row["load_unit"], row["copies"]) == \
+        ("schedtask:heatmap_bits=512:stealing=same", 3, 16, 2, 1, "machine", 2)
     bits = epochs.groupby("point")["heatmap_bits"].first()
     assert {k: (None if pd.isna(b) else int(b)) for k, b in bits.items()} == \
         {p.key: p.heatmap_bits for p in points}
@@ -195,7 +223,7 @@ def check_complete(out: Path, points) -> pd.DataFrame:
 def test_a_killed_worker_mid_sweep_loses_and_duplicates_nothing(tmp_path):
     from distributed import Client, LocalCluster
     p = spec_file(tmp_path, '[[grid]]\ntrace = "TRACE"\npolicy = ["linux", "schedtask"]\n'
-                            'cores = [2, 3, 4]\n')
+                            'cores = [2, 3, 4]\nload_unit = "copies"\n')
     points = load_spec(p).points
     out = tmp_path / "out"
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
@@ -253,7 +281,7 @@ def _alive(pid: int) -> bool:
 
 def test_an_interrupted_sweep_stops_its_cluster_and_a_rerun_finishes_it(tmp_path):
     p = spec_file(tmp_path, '[[grid]]\ntrace = "TRACE"\npolicy = ["linux", "schedtask"]\n'
-                            'cores = [2, 3, 4]\n')
+                            'cores = [2, 3, 4]\nload_unit = "copies"\n')
     points = load_spec(p).points
     out = tmp_path / "out"
     proc = sweep_cli(p, "--out", out, "--workers", "2")

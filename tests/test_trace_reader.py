@@ -603,6 +603,63 @@ def test_first_effect_without_call_is_info(tmp_path: Path) -> None:
     assert "took effect without a recorded call" in report.format()
 
 
+def bound_stop_factory(stop: str, *, new_region: bool = False) -> tf.TraceFactory:
+    """Two vCPUs under a roi_insns bound. SLEEPER's first wake-up takes effect on v1 without a
+    call (called before recording); v0 then retires its last block; a second wake-up of SLEEPER
+    takes effect on v1, again without a recorded call. ``stop`` says when v0 stopped recording
+    (plugin.json's ``bound_stop_ns``): "before" that second effect, "after" it, or "none" (a
+    plugin.json without ``bound_stop_ns``). ``new_region``: a region begins on v0 between its
+    stop and the second effect (v0 records again)."""
+    f = tf.TraceFactory(nvcpus=2)
+    u = f.block(0x401000, [3, 2])
+    done = f.block(DONE, [4, 1])
+    f.plugin_info["symbols"] = {"try_to_wake_up": TTWU, "wake_up_new_task": NEW_TASK,
+                                "ttwu_do_wakeup": DONE}
+    f.plugin_info["options"]["roi_insns"] = 10
+    f.marker(0, 0)
+    f.run(0, u)
+    f.run(1, u)
+    f.wakeup(1, 3, SLEEPER, waker=WAKER)
+    f.run(1, done, u)
+    f.run(0, u)
+    stopped_at = f.clock + 10
+    if new_region:
+        f.marker(0, 0)
+        f.run(0, u)
+        f.plugin_info["roi_insns_ends"] = 1
+    f.wakeup(1, 3, SLEEPER, waker=WAKER)
+    f.run(1, done, u)
+    if stop == "after":
+        stopped_at = f.clock + 10
+    if stop != "none":
+        f.plugin_info["bound_stop_ns"] = [[stopped_at], []]
+    return f
+
+
+def test_effect_after_the_wakers_vcpu_stopped_is_info(tmp_path: Path) -> None:
+    """Issue 19: the call may have been made on v0 after the bound stopped its recording."""
+    report = check_trace(open_trace(bound_stop_factory("before").write(tmp_path / "t")))
+    assert report.ok, report.format()
+    assert ("1 wake-ups took effect without a recorded call after v0 had reached the roi_insns "
+            "bound") in report.format()
+
+
+@pytest.mark.parametrize("stop, new_region, note", [
+    ("after", False, False),  # both vCPUs recorded when it took effect: the call is missing
+    ("before", True, False),  # v0 stopped, but records again in the next region
+    ("none", False, True),    # a plugin.json without bound_stop_ns: cannot be told apart
+])
+def test_effect_without_call_while_both_vcpus_record_fails(tmp_path: Path, stop: str,
+                                                           new_region: bool, note: bool) -> None:
+    f = bound_stop_factory(stop, new_region=new_region)
+    report = check_trace(open_trace(f.write(tmp_path / "t")))
+    text = report.format()
+    assert report.checks["wakeups"].count == 1 and report.violations == 1, text
+    assert "without an earlier try_to_wake_up call" in text
+    assert "stopped recording" not in text
+    assert ("plugin.json has no bound_stop_ns" in text) == note
+
+
 # --- damaged part files --------------------------------------------------------------------
 
 def with_page_checksums(part: Path) -> None:
@@ -635,3 +692,67 @@ def test_parts_without_checksums_still_read(sample_dir: Path) -> None:
     f = tf.sample()
     t = open_trace(sample_dir)
     assert t.table("syscalls").num_rows == sum(len(r) for r in f.rows["syscalls"].values())
+
+
+# --- user PCs (check g) ----------------------------------------------------------------------
+
+def user_pcs_run(f: tf.TraceFactory, **extra) -> tf.TraceFactory:
+    """Say in plugin.json that the plugin recorded user blocks where they ran."""
+    f.plugin_info = {**f.plugin_info, "user_pcs": "run", **extra}
+    return f
+
+
+def test_user_pcs_of_older_traces_are_info(sample_dir: Path) -> None:
+    status, out = run_check(sample_dir)
+    assert status == 0, out
+    assert "user_pcs: recorded before per-process user PCs" in out
+    assert "check user_pcs" not in out
+
+
+def test_user_returns_resume_at_the_recorded_pc(tmp_path: Path) -> None:
+    root = user_pcs_run(tf.sample()).write(tmp_path / "t")
+    status, out = run_check(root)
+    assert status == 0 and "check user_pcs: ok" in out, out
+    assert "recorded before per-process user PCs" not in out
+    # The page fault's return: resumes in another page than the block that ran next.
+    part = root / "interrupts" / "v000-000000.parquet"
+    pc = pq.read_table(part).column("pc").to_pylist()
+    rewrite(part, pc=[pc[0], pc[1] + 0x1000])
+    status, out = run_check(root)
+    assert status == 1 and "check user_pcs: 1 violation" in out
+    assert (f"interrupts v0 row 1 (exec_row 8, icount 24): returns to user pc {pc[1] + 0x1000:#x}"
+            f" but the block at exec_row starts at {pc[1]:#x}") in out
+
+
+def interrupt_before_first_user_block(saved: int | None = None) -> tf.TraceFactory:
+    """A return to user mode at U, and a timer interrupt taken before U's block runs (saving
+    SAVED, U when None), then the return from it to U."""
+    f = user_pcs_run(tf.TraceFactory(nvcpus=1))
+    u = f.block(0x7F0000001000, [2, 3])
+    k_iret = f.block(tf.KBASE + 0x2000, [4, 2], flags={1: tf.F_IRETQ})
+    timer = f.block(tf.KBASE + 0x3000, [4, 2], flags={1: tf.F_IRETQ})
+    to = f.blocks[u].vaddr
+    f.marker(0, 0)
+    f.run(0, u, k_iret)
+    f.interrupt_return(0, to=to)
+    f.interrupt(0, 0xEC, tf.KBASE + 0x3000, pc=to if saved is None else saved)
+    f.run(0, timer)
+    f.interrupt_return(0, to=to)
+    f.run(0, u)
+    return f
+
+
+def test_user_return_then_interrupt_compares_the_saved_pc(tmp_path: Path) -> None:
+    status, out = run_check(interrupt_before_first_user_block().write(tmp_path / "a"))
+    assert status == 0 and "check user_pcs: ok" in out, out
+    status, out = run_check(interrupt_before_first_user_block(0x7F0000002000)
+                            .write(tmp_path / "b"))
+    assert status == 1 and "check user_pcs: 1 violation" in out
+    assert ("returns to user pc 0x7f0000001000 but the interrupt taken before its first block "
+            "saved pc 0x7f0000002000") in out
+
+
+def test_rip_offset_mismatches_fail_user_pcs(tmp_path: Path) -> None:
+    root = user_pcs_run(tf.sample(), user_rip_offset_mismatches=2).write(tmp_path / "t")
+    status, out = run_check(root)
+    assert status == 1 and "plugin.json: 2 user blocks started at a rip" in out

@@ -18,6 +18,7 @@ import pytest
 from pysched.capture.guest import locate_guest, write_run_initrd
 from pysched.capture.qemu import default_plugin_path, plugin_options, qemu_argv
 from pysched.trace import block_sizes, expand, open_trace
+from pysched.trace.schema import EVENT_TABLES
 
 KTEXT = 0xFFFFFFFF80000000
 LOCAL_TIMER_VECTOR = 0xEC  # LOC in /proc/interrupts
@@ -334,6 +335,11 @@ def test_roi_insns_stops_every_vcpu_at_the_bound(tmp_path: Path) -> None:
         assert total == info["icount"][v] == info["window_icount"][v]
         # stopped at the first block boundary at or after the bound
         assert int(sizes[:-1].sum()) < ROI_INSNS <= total < ROI_INSNS + MAX_BLOCK_INSNS, v
+        # one stop in the one region, taken after the vCPU's last row (pysched check's
+        # wake-up check relies on it)
+        last = max(int(trace.df(t, v).time_ns.max()) for t in EVENT_TABLES
+                   if len(trace.df(t, v)))
+        assert len(info["bound_stop_ns"][v]) == 1 and info["bound_stop_ns"][v][0] >= last, v
     manifest = json.loads((out / "manifest.json").read_text())
     assert f"roi_insns={ROI_INSNS}" in manifest["plugin_options"]
     assert manifest["roi_bound"]["insns_bound_reached"] is True
@@ -360,6 +366,8 @@ def test_roi_insns_idle_vcpu_ends_at_the_timeout(tmp_path: Path) -> None:
     # the idle vCPU fell short (how far the busy one got depends on the host's speed)
     assert min(info["window_icount"]) < 300_000_000
     assert max(info["window_icount"]) > min(info["window_icount"])
+    idle = info["window_icount"].index(min(info["window_icount"]))
+    assert info["bound_stop_ns"][idle] == []
 
 
 def test_unwritable_output_fails_cleanly(tmp_path: Path) -> None:

@@ -5,6 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from pysched.constants import LOAD_COPIES, LOAD_MACHINE, LOAD_UNITS
+
 
 def _int_list(name: str):
     def parse(text: str) -> list[int]:
@@ -46,7 +48,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cores", type=_int_list("--cores"), default=[8],
                    help="simulated core counts, comma-separated (default 8)")
     p.add_argument("--load", type=_int_list("--load"), default=[1],
-                   help="copies of each workload, comma-separated, e.g. 1,2,4,8 (default 1)")
+                   help="loads, comma-separated, e.g. 1,2,4,8 (default 1); in --load-unit")
+    p.add_argument("--load-unit", choices=LOAD_UNITS, default=LOAD_MACHINE,
+                   help=f"{LOAD_MACHINE} (default): the paper's load relative to the machine, "
+                        "kX on C cores is k traced vCPUs' work per core (sections 4.2, 6.1), "
+                        "ceil(k * C / V) copies of a V-vCPU trace; "
+                        f"{LOAD_COPIES}: the load is the number of copies of each trace")
     p.add_argument("--epoch-ms", type=_positive_float, default=3.0,
                    help="epoch length in simulated milliseconds (default 3, section 4.4)")
     p.add_argument("--epochs", type=_positive_int, default=None, metavar="N",
@@ -72,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from .report import write
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     try:
-        check_request(policies, args.cores, args.load)
+        check_request(policies, args.cores, args.load, args.load_unit)
     except ValueError as e:
         print(f"pysched evaluate: {e}", file=sys.stderr)
         return 2
@@ -118,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
             epochs, runs = evaluate(prepared, policies, args.cores, args.load, base=base,
                                     config={"epoch_s": args.epoch_ms / 1e3,
                                             "max_epochs": args.epochs}, progress=say,
-                                    run_progress=bar)
+                                    run_progress=bar, load_unit=args.load_unit)
             write(tmp, epochs, runs)
     except OutputError as e:
         print(f"pysched evaluate: {e}", file=sys.stderr)

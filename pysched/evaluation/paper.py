@@ -14,7 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .runner import performance
+from pysched.constants import LOAD_MACHINE
+
+from .runner import RUN_KEYS, performance
 
 #: Our workload names (``pysched trace --list``) -> the paper's (section 4.2), in its order.
 WORKLOADS: dict[str, str] = {
@@ -140,11 +142,16 @@ OVERHEADS_TEXT = ("TMigrate about 3.2 % of the execution, TAlloc < 0.01 %; inter
 #: How our setting differs from the paper's, said beside every comparison.
 DIFFERENCES: tuple[str, ...] = (
     "**Workload scale.** The paper traces 1 G instructions per core of 32 cores running 96 to "
-    "400 threads (section 4.2) and doubles that ensemble for 2X; ours are 2-vCPU traces (130 M "
-    "instructions per vCPU, a handful of threads, `data/README.md`) replayed as K copies on "
-    "the simulated cores, so at 1X-2X on 8 cores there are often fewer runnable threads than "
-    "cores, and every run ends with a tail in which the last items finish on few cores "
-    "(counted as idle time).",
+    "400 threads (section 4.2; a single-threaded benchmark once per core at 1X) and doubles "
+    "that ensemble for 2X; ours are 2-vCPU traces (130 M instructions per vCPU, a handful of "
+    "threads, `data/README.md`), and kX on C cores replays ceil(k * C / 2) copies of one, a "
+    "traced vCPU's work standing for one benchmark per core at 1X "
+    "(`pysched.evaluation.runner.copies_for`). A copy's vCPUs are not independent benchmarks: "
+    "its threads wait for each other and for their traced interrupts, so cores can idle "
+    "where the paper's would not, and every run ends with a tail in which the last items "
+    "finish on few cores (counted as idle time). The summary's \"where the core time went\" "
+    "tables measure the idleness, migration cost and i-cache hit rates behind each "
+    "difference.",
     "**Kernel and workloads.** Debian 12's Linux 6.1 (the paper: Debian 6.0.1, Linux 2.6.32): "
     "other system call and interrupt paths, virtio devices instead of the paper's disks and "
     "NIC, and our versions of the benchmarks (SQLite for DSS, fsbench for FileSrv/MailSrvIO; "
@@ -216,7 +223,7 @@ def with_changes(runs: pd.DataFrame, baseline: str = "linux") -> pd.DataFrame:
     ``busy_change`` (instructions per busy core-second, ours),
     ``migr_per_ginsn`` (Fig 10) and ``base_policy`` (the policy name without parameters)."""
     r = performance(runs, baseline).rename(columns={f"vs_{baseline}": "app_change"})
-    keys = ["trace", "cores", "load"]
+    keys = list(RUN_KEYS)
     base = r[r["policy"] == baseline].set_index(keys)
     idx = pd.MultiIndex.from_frame(r[keys])
     r["tput_change"] = r["throughput"].to_numpy() / \
@@ -431,9 +438,17 @@ def overhead_lines(r: pd.DataFrame, cores: int) -> list[str]:
             f"- the paper: {OVERHEADS_TEXT}.", ""]
 
 
+def paper_loads(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs whose load is the paper's (``load_unit`` ``machine``): only their 1X..8X are
+    the paper's loads; a load counted in copies of a trace is not (section 4.2)."""
+    return runs[runs["load_unit"] == LOAD_MACHINE]
+
+
 def comparison_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
-    """The evaluation beside the paper's section 6, per simulated core count; empty when the
-    runs have no ``baseline`` policy or none of the paper's techniques."""
+    """The evaluation beside the paper's section 6, per simulated core count, of the runs at
+    the paper's loads (:func:`paper_loads`); empty when they have no ``baseline`` policy or
+    none of the paper's techniques."""
+    runs = paper_loads(runs)
     if baseline not in set(runs["policy"]):
         return ""
     r = with_changes(runs, baseline)
@@ -465,4 +480,5 @@ def comparison_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
 
 
 __all__ = ["APPENDIX_CORES", "DIFFERENCES", "FIG11_GAIN", "FIG7_GEOMEAN", "TABLE4",
-           "TECHNIQUES", "WORKLOADS", "comparison_markdown", "geomean_change", "with_changes"]
+           "TECHNIQUES", "WORKLOADS", "comparison_markdown", "geomean_change", "paper_loads",
+           "with_changes"]

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pysched.constants import LOAD_COPIES, LOAD_MACHINE
 from pysched.sandbox.app_events import EVENTS
 
 from .runner import performance
@@ -17,8 +18,60 @@ def _fmt(x: float, pct: bool = False) -> str:
     return f"{100 * x:+.2f} %" if pct else f"{x:.3f}"
 
 
+#: The columns of :func:`core_time`, with their headings in the summary.
+CORE_TIME = {"idle": "idle % of core time", "migr_cycle_share": "migration cycles % of busy",
+             "migr_per_minsn": "migrations per M insn", "icache_app": "i$ app %",
+             "icache_os": "i$ OS %"}
+
+
+def core_time(runs: pd.DataFrame) -> pd.DataFrame:
+    """Where the core time went, per (cores, load unit, load, policy), means over the traces.
+
+    Columns: ``traces`` (how many), ``idle`` (idle share of the cores' time), ``migr_cycle_share``
+    (cycles charged for migrations over all busy cycles: base, stalls, switches and
+    migrations), ``migr_per_minsn`` (migrations per million instructions) and the i-cache hit
+    rates of application and OS code (``icache_app``, ``icache_os``), all from the run rows.
+    The shares and rates are each run's, then averaged over the traces with equal weight.
+    """
+    keys = ["cores", "load_unit", "load", "policy"]
+    nan = pd.Series(np.nan, index=runs.index)
+    r = runs.assign(
+        idle=runs["idle_fraction"],
+        migr_cycle_share=runs.get("migration_cycles", nan) / runs.get("cycles", nan),
+        migr_per_minsn=runs["migrations"] / (runs["instructions"] / 1e6))
+    g = r.groupby(keys, sort=False)
+    out = g[list(CORE_TIME)].mean()
+    out.insert(0, "traces", g["trace"].nunique())
+    return out.reset_index()
+
+
+def _core_time_lines(g: pd.DataFrame) -> list[str]:
+    """The "where the core time went" table of one (cores, load) group of runs."""
+    t = core_time(g)
+    n = int(t["traces"].max())
+    lines = [f"Where the core time went (mean over {n} trace{'s' if n > 1 else ''}):", ""]
+    head = ["policy", *CORE_TIME.values()]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for x in t.itertuples():
+        lines.append("| " + " | ".join([
+            str(x.policy), _pct(x.idle), _pct(x.migr_cycle_share, 2),
+            "-" if not np.isfinite(x.migr_per_minsn) else f"{x.migr_per_minsn:.2f}",
+            _pct(x.icache_app), _pct(x.icache_os)]) + " |")
+    return lines + [""]
+
+
+def _pct(x: float, digits: int = 1) -> str:
+    return "-" if x is None or not np.isfinite(x) else f"{100 * x:.{digits}f}"
+
+
+def load_label(load: int, load_unit: str) -> str:
+    """A load as the summary names it: ``load 2X`` (the paper's) or ``2 copies``."""
+    return f"{load} copies" if load_unit == LOAD_COPIES else f"load {load}X"
+
+
 def summary_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
-    """The summary: one table per (cores, load) with each policy's totals."""
+    """The summary: one table per (cores, load) with each policy's totals, and where the core
+    time went per policy (:func:`core_time`)."""
     lines = ["# Scheduler sandbox: evaluation", ""]
     have_base = baseline in set(runs["policy"])
     r = performance(runs, baseline) if have_base else runs.assign(performance=np.nan)
@@ -26,16 +79,22 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
                  "simulated second, where the workload defines events (see below), else "
                  "instructions per simulated second.")
     lines.append("")
-    for (cores, load), g in r.groupby(["cores", "load"]):
-        lines.append(f"## {cores} cores, load {load}X")
+    if (runs["load_unit"] == LOAD_MACHINE).any():
+        lines.append("A load kX is the paper's (sections 4.2 and 6.1): k traced vCPUs' work "
+                     "per simulated core, replayed as ceil(k * cores / vCPUs) copies of the "
+                     "trace (column `copies`; `pysched.evaluation.runner.copies_for`).")
         lines.append("")
-        head = ["trace", "policy", "sim. ms", "Ginsn/s", "idle", "i$ app", "i$ OS", "d$ app",
-                "d$ OS", "migr.", "events/s", f"vs {baseline}", "fairness", "wall s"]
+    for (cores, unit, load), g in r.groupby(["cores", "load_unit", "load"]):
+        lines.append(f"## {cores} cores, {load_label(load, unit)}")
+        lines.append("")
+        head = ["trace", "copies", "policy", "sim. ms", "Ginsn/s", "idle", "i$ app", "i$ OS",
+                "d$ app", "d$ OS", "migr.", "events/s", f"vs {baseline}", "fairness", "wall s"]
         lines.append("| " + " | ".join(head) + " |")
         lines.append("|" + "---|" * len(head))
         for _, x in g.iterrows():
             lines.append("| " + " | ".join([
-                str(x["trace"]), str(x["policy"]), f"{1e3 * x['elapsed_s']:.2f}",
+                str(x["trace"]), str(x["copies"]), str(x["policy"]),
+                f"{1e3 * x['elapsed_s']:.2f}",
                 f"{x['throughput'] / 1e9:.2f}", f"{100 * x['idle_fraction']:.1f} %",
                 _fmt(x["icache_app"]), _fmt(x["icache_os"]), _fmt(x["dcache_app"]),
                 _fmt(x["dcache_os"]), str(int(x["migrations"])),
@@ -43,6 +102,7 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
                 _fmt(x.get(f"vs_{baseline}", np.nan), pct=True), _fmt(x["fairness"]),
                 f"{x['wall_s']:.1f}"]) + " |")
         lines.append("")
+        lines += _core_time_lines(g)
     used = sorted(set(runs["workload"]) & set(EVENTS))
     if used:
         lines.append("## Application events")
@@ -87,8 +147,9 @@ def write(out: Path, epochs: pd.DataFrame, runs: pd.DataFrame, baseline: str = "
     (out / "summary.md").write_text(summary_markdown(runs, baseline) + "\n")
     from pysched.plots.sandbox import plot_epochs, plot_paper
     plot_epochs(epochs, out / "epochs.png")
-    if baseline in set(runs["policy"]):
-        from .paper import with_changes
-        r = with_changes(runs, baseline)
+    from .paper import paper_loads, with_changes
+    at_paper = paper_loads(runs)
+    if baseline in set(at_paper["policy"]):
+        r = with_changes(at_paper, baseline)
         for cores in sorted(set(r["cores"])):  # Fig 7 and Table 4 beside the paper's
             plot_paper(r, out / f"paper-{cores}cores.png", cores)

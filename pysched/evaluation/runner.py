@@ -3,6 +3,10 @@
 :func:`evaluate` is the Python API behind ``pysched evaluate``: each trace is segmented and
 turned into a workload and a footprint once, then every (policy, cores, load) point replays it
 in the sandbox. Results are plain pandas frames: one row per epoch and one per run.
+
+A load is the paper's by default (``load_unit="machine"``): kX on C cores is k traced vCPUs'
+work per core, replayed as :func:`copies_for` copies of the trace; ``load_unit="copies"``
+takes the load as the number of copies itself (:data:`pysched.constants.LOAD_UNITS`).
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from pysched.constants import LOAD_COPIES, LOAD_MACHINE, LOAD_UNITS
 from pysched.models.caches.config import HierarchyConfig
 from pysched.models.cores.config import CoreConfig, big_core
 from pysched.models.machine import MachineConfig
@@ -76,7 +81,53 @@ def machine(cores: int, base: MachineConfig | None = None) -> MachineConfig:
     return MachineConfig(dataclasses.replace(base.hierarchy, cores=cores), kinds)
 
 
-def check_request(policies: Sequence[str], cores: Sequence[int], loads: Sequence[int]) -> None:
+def copies_for(load: int, cores: int, vcpus: int) -> int:
+    """Copies of a ``vcpus``-vCPU trace that make the paper's load ``load`` (kX) on ``cores``.
+
+    The paper's 1X runs one instance of a single-threaded benchmark on each core (section
+    4.2), and 2X doubles that ensemble (section 6.1, Table 4): kX is k benchmarks' work per
+    core. One traced vCPU stands for one such benchmark, so kX on C cores needs k * C traced
+    vCPUs' work, ``ceil(k * cores / vcpus)`` copies of the trace.
+
+    Approximations: the count is rounded up, so when ``vcpus`` does not divide ``k * cores``
+    the replay holds up to ``vcpus - 1`` vCPUs' work more than kX (e.g. 1X of a 2-vCPU trace
+    on 3 cores is 2 copies: 4 vCPUs' work on 3 cores). And a V-vCPU trace's vCPUs are not V
+    independent single-threaded benchmarks: the threads of one copy wake each other and share
+    data, and a vCPU's work includes the interrupts and kernel threads it ran.
+
+    Parameters
+    ----------
+    load : int
+        The paper's load factor k (1 for 1X), at least 1.
+    cores : int
+        Simulated cores, at least 1.
+    vcpus : int
+        vCPUs of the traced workload, at least 1.
+
+    Returns
+    -------
+    int
+        Copies of the trace to replay, at least 1.
+    """
+    for name, v in (("load", load), ("cores", cores), ("vcpus", vcpus)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"copies_for: {name} must be a positive integer, got {v!r}")
+    return -(-int(load) * int(cores) // int(vcpus))
+
+
+def run_copies(t: PreparedTrace, load: int, cores: int, load_unit: str = LOAD_MACHINE) -> int:
+    """Copies of ``t`` that a run at ``load`` (in ``load_unit``) on ``cores`` replays."""
+    if load_unit == LOAD_COPIES:
+        return load
+    vcpus = len(t.workload.vcpus)
+    if vcpus < 1:
+        raise ValueError(f"{t.name}: the workload has no vCPU, so a load relative to the "
+                         f"machine is undefined; use load_unit={LOAD_COPIES!r}")
+    return copies_for(load, cores, vcpus)
+
+
+def check_request(policies: Sequence[str], cores: Sequence[int], loads: Sequence[int],
+                  load_unit: str = LOAD_MACHINE) -> None:
     """Refuse a bad request before any long work; messages name the argument."""
     for p in policies:
         try:
@@ -86,14 +137,17 @@ def check_request(policies: Sequence[str], cores: Sequence[int], loads: Sequence
     for c in cores:
         if not isinstance(c, int) or not 1 <= c <= 1024:
             raise ValueError(f"--cores: {c!r} is not a core count in 1..1024")
+    if load_unit not in LOAD_UNITS:
+        raise ValueError(f"--load-unit: {load_unit!r} is not one of {', '.join(LOAD_UNITS)}")
+    what = "a number of copies" if load_unit == LOAD_COPIES else "a load factor (kX)"
     for k in loads:
         if not isinstance(k, int) or not 1 <= k <= 64:
-            raise ValueError(f"--load: {k!r} is not a number of copies in 1..64")
+            raise ValueError(f"--load: {k!r} is not {what} in 1..64")
 
 
-def memory_needed(t: PreparedTrace, load: int) -> int:
-    """Bytes a run at ``load`` copies needs beyond the prepared trace (per-item state)."""
-    return int(len(t.workload) * load * 80 + t.workload.ntasks * load * 32)
+def memory_needed(t: PreparedTrace, ncopies: int) -> int:
+    """Bytes a run of ``ncopies`` copies needs beyond the prepared trace (per-item state)."""
+    return int(len(t.workload) * ncopies * 80 + t.workload.ntasks * ncopies * 32)
 
 
 def _available_bytes() -> int | None:
@@ -109,11 +163,18 @@ def _available_bytes() -> int | None:
 
 def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Sequence[int],
              loads: Sequence[int], base: MachineConfig | None = None,
-             config: dict | None = None, progress: Callable[[str], None] | None = None,
+             config: dict | None = None, load_unit: str = LOAD_MACHINE,
+             progress: Callable[[str], None] | None = None,
              run_progress: Callable[[str, int, int], None] | None = None,
              decisions: list[pd.DataFrame] | None = None
              ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every (trace, policy, cores, load) point; returns (epochs, runs) frames.
+
+    ``loads`` are in ``load_unit`` (:data:`~pysched.constants.LOAD_UNITS`): by default the
+    paper's load relative to the machine, replayed as :func:`copies_for` copies of each trace
+    (a policy given more cores, as SelectiveOffload, replays the copies of the requested core
+    count); with ``"copies"`` each load is the number of copies. Every row has ``load``,
+    ``load_unit`` and ``copies``.
 
     ``config`` holds extra :class:`SandboxConfig` fields (``epoch_s``, ``max_chunk``,
     ``switch_cycles``, ``max_epochs``: a window; the run rows' ``complete`` is False when it
@@ -123,36 +184,42 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
     one frame per run whose policy recorded what it decided
     (:meth:`~pysched.policies.base.Policy.decisions`, e.g. SchedTask's allocation table per
     epoch), with the run's key columns (``trace``, ``workload``, ``policy``, ``cores``,
-    ``load``) first.
+    ``load``, ``load_unit``, ``copies``) first.
     """
     import time
-    check_request(policies, cores, loads)
+    check_request(policies, cores, loads, load_unit)
     avail = _available_bytes()
     for t in traces:
-        for k in loads:
-            need = memory_needed(t, k)
-            if avail is not None and need > avail:
-                raise MemoryError(f"--load {k}: {t.name} needs about {need / 2**30:.1f} GiB "
-                                  f"for its copies; {avail / 2**30:.1f} GiB are available")
+        for ncores in cores:
+            for k in loads:
+                n = run_copies(t, k, ncores, load_unit)
+                need = memory_needed(t, n)
+                if avail is not None and need > avail:
+                    raise MemoryError(f"--load {k}: {t.name} on {ncores} cores needs about "
+                                      f"{need / 2**30:.1f} GiB for its {n} copies; "
+                                      f"{avail / 2**30:.1f} GiB are available")
     say = progress or (lambda s: None)
     epochs, runs = [], []
     for t in traces:
         for ncores in cores:
             m = machine(ncores, base)
             for k in loads:
+                n = run_copies(t, k, ncores, load_unit)
                 for p in policies:
                     pol = get_policy(p)
-                    # a policy that needs more cores (SelectiveOffload) gets them (Table 3)
+                    # a policy that needs more cores (SelectiveOffload) gets them (Table 3),
+                    # and the same work as the others: the copies of the requested cores
                     mp = m if pol.core_factor == 1 else machine(ncores * pol.core_factor, base)
-                    cfg = SandboxConfig(mp, load=k, **(config or {}))
+                    cfg = SandboxConfig(mp, load=n, **(config or {}))
                     t0 = time.perf_counter()
-                    label = f"{t.name} {p} cores={ncores} load={k}"
+                    label = f"{t.name} {p} cores={ncores} load={k} copies={n}"
                     tick = None if run_progress is None else \
                         (lambda done, total, label=label: run_progress(label, done, total))
                     res = simulate(t.workload, t.footprint, pol, cfg, t.events, progress=tick)
                     wall = time.perf_counter() - t0
                     key = {"trace": t.name, "workload": t.meta.get("workload", t.name),
-                           "policy": p, "cores": ncores, "load": k}
+                           "policy": p, "cores": ncores, "load": k, "load_unit": load_unit,
+                           "copies": n}
                     if decisions is not None and (rows := pol.decisions()):
                         decisions.append(pd.DataFrame([{**key, **d} for d in rows]))
                     for e, s in enumerate(res.epochs):
@@ -165,16 +232,20 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
                                  "dependencies": t.meta.get("dependencies", ""),
                                  "note": t.meta.get("note") or "",
                                  "wall_s": wall})
-                    say(f"{t.name} {p} cores={ncores} load={k}: "
+                    say(f"{label}: "
                         f"{res.total.instructions.sum() / wall / 1e6:.1f} M insn/s simulated")
     return pd.DataFrame(epochs), pd.DataFrame(runs)
 
 
+#: What makes two runs of one evaluation the same point but for the policy.
+RUN_KEYS = ("trace", "cores", "load_unit", "load")
+
+
 def performance(runs: pd.DataFrame, baseline: str = "linux",
-                keys: Sequence[str] = ("trace", "cores", "load")) -> pd.DataFrame:
+                keys: Sequence[str] = RUN_KEYS) -> pd.DataFrame:
     """Per run: the paper's performance (events per second; instruction throughput when the
-    workload has no events) relative to ``baseline`` at the same ``keys`` (by default the
-    trace, cores and load; a sweep adds its cache geometry)."""
+    workload has no events) relative to ``baseline`` at the same ``keys`` (by default
+    :data:`RUN_KEYS`: the trace, cores and load; a sweep adds its cache geometry)."""
     r = runs.copy()
     r["performance"] = np.where(r["has_events"], r["events_per_s"], r["throughput"])
     keys = list(keys)
@@ -184,5 +255,5 @@ def performance(runs: pd.DataFrame, baseline: str = "linux",
     return r
 
 
-__all__ = ["EVENTS", "PreparedTrace", "check_request", "evaluate", "machine", "performance",
-           "prepare"]
+__all__ = ["EVENTS", "PreparedTrace", "RUN_KEYS", "check_request", "copies_for", "evaluate",
+           "machine", "performance", "prepare", "run_copies"]

@@ -18,15 +18,25 @@ from pathlib import Path
 import pandas as pd
 
 
-def read_parts(dirs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame, list[Path]]:
+def read_parts(dirs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame, dict[Path, str]]:
     """The epochs and runs of every finished part (a directory with ``runs.csv`` and
-    ``epochs.parquet``); returns them concatenated and the directories skipped."""
-    epochs, runs, skipped = [], [], []
+    ``epochs.parquet``); returns them concatenated and the directories skipped, each with why.
+
+    A part without the ``load_unit`` and ``copies`` columns was written when ``--load K``
+    meant K copies of a trace whatever the cores; its loads are not the paper's, so it is
+    skipped (to be run again) rather than set beside the paper as if they were.
+    """
+    epochs, runs, skipped = [], [], {}
     for d in dirs:
         if not ((d / "runs.csv").is_file() and (d / "epochs.parquet").is_file()):
-            skipped.append(d)
+            skipped[d] = "not a finished evaluation"
             continue
-        runs.append(pd.read_csv(d / "runs.csv"))
+        r = pd.read_csv(d / "runs.csv")
+        if not {"load_unit", "copies"} <= set(r.columns):
+            skipped[d] = ("written before loads were relative to the machine (no load_unit "
+                          "column): run it again")
+            continue
+        runs.append(r)
         epochs.append(pd.read_parquet(d / "epochs.parquet"))
     if not runs:
         return pd.DataFrame(), pd.DataFrame(), skipped
@@ -43,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="where the parts' traces are, by name (default data)")
     args = ap.parse_args(argv)
     epochs, runs, skipped = read_parts(args.parts)
-    for d in skipped:
-        print(f"study: {d}: not a finished evaluation, left out", file=sys.stderr)
+    for d, why in skipped.items():
+        print(f"study: {d}: {why}, left out", file=sys.stderr)
     if runs.empty:
         print("study: no finished part", file=sys.stderr)
         return 2

@@ -21,7 +21,10 @@ Rules (each an approximation of a real machine, written down here where it is ma
 * **Dependencies**: an item runs once its thread's previous item has ended, its waker has
   executed as far as the traced wake-up (:mod:`.workload`), and its release time has passed
   (interrupt arrivals; the fixed schedule of a trace without wake-ups). Chunks end at every
-  instruction offset where an item wakes another, so the woken item is ready then.
+  instruction offset where an item wakes another, so the woken item is ready then; wake-ups
+  are released only at the end of a chunk. A wake-up at offset 0 ends a chunk of no
+  instructions: the waker reaches it once its core has paid the switch or migration cost the
+  waker's first chunk carries (immediately when there is none), not when its core picks it.
 * **Costs**: a thread starting on a core where another thread ran last pays
   :attr:`SandboxConfig.switch_cycles`; a thread arriving from another core pays the core's
   ``migration_cycles`` (1,000 by default, as seed 001 charges a switch) on top of the cold
@@ -85,7 +88,8 @@ class SandboxConfig:
     machine : MachineConfig
         Cores (timing, DVFS, migration cost) and the cache hierarchy.
     load : int
-        Copies of the workload (the paper's 1X..8X, section 6.3).
+        Copies of the workload (the paper's kX on C cores is
+        :func:`pysched.evaluation.runner.copies_for` copies, section 6.3).
     epoch_s : float
         Epoch length in simulated seconds (3 ms, section 4.4).
     switch_cycles : int
@@ -534,6 +538,8 @@ class Engine:
 
     def accesses(self, g: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
         """Accesses of item ``g``'s instructions ``[lo, hi)``."""
+        if hi <= lo:  # a chunk of no instructions (a wake-up at offset 0)
+            return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint8)
         w, i = self.w, g % self.n
         r0, r1 = int(w.run_ptr[i]), int(w.run_ptr[i + 1])
         before = self.run_before
@@ -564,7 +570,13 @@ class Engine:
         o = int(self.prog[g])
         end = min(int(w.insns[i]), o + self.cfg.max_chunk)
         k = int(self.wait_ptr[i]) + int(self.trig[g])
-        if k < int(self.wait_ptr[i + 1]) and o < int(self.wait_off[k]) < end:
+        # End the chunk at the next wake-up offset. ``<=``, not ``<``: waiters at offsets up to
+        # ``o`` were released when the chunk ending at ``o`` ended (fire), except those at
+        # offset 0 of an item's first chunk, which no chunk has ended at yet. They get a chunk
+        # of no instructions, only the switch or migration cost ``extra_cycles``: releasing them
+        # when the core picks the waker (as dispatch once did) let a woken item start on an
+        # idle core while the waker was still being switched in, before it reached the wake-up.
+        if k < int(self.wait_ptr[i + 1]) and o <= int(self.wait_off[k]) < end:
             end = int(self.wait_off[k])
         addr, kind = self.accesses(g, o, end)
         n = end - o
@@ -641,8 +653,7 @@ class Engine:
                 extra += self.mig_cycles[c]
             self.task_core[wk.task] = c
             self.core_slice[c] = self.now
-        self.fire(g)  # wake-ups at offset 0
-        self.start_chunk(c, g, extra)
+        self.start_chunk(c, g, extra)  # wake-ups at offset 0 at its end (start_chunk)
 
     def _run_moved(self, c: int, g: int) -> None:
         """Run thread item ``g``, moved here by :meth:`migrate_running`: a hardware swap that
@@ -728,7 +739,6 @@ class Engine:
                     and self.policy.pick_next(c) == 0:
                 q.pop()
                 self.s_waits += 1
-                self.fire(ng)
                 self.start_chunk(c, ng)
 
     # --- the loop -----------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from pysched.trace.execstream import truncations
 
 from . import segment_kernel as K
 from .codemap import CodeMap, trace_codemap
-from .events import EV_SWITCH, TraceEvents, load_events
+from .events import EV_SWITCH, TraceEvents, VcpuEvents, load_events
 from .functype import (
     UNKNOWN_TYPE,
     Category,
@@ -222,6 +222,11 @@ class _State:
         self.warn = np.zeros((K.NW, 4), dtype=np.int64)
         self.params = params
 
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """The state as :func:`kernel._advance` takes it."""
+        return (self.vs, self.th, self.tstack, self.inst, self.pcs, self.hkeys, self.hcache,
+                self.cnt, self.params, self.warn, self.asp)
+
     def grow(self) -> None:
         """Double whichever output array keeps :func:`kernel._budget` at zero."""
         c, m, d = self.cnt, int(self.params[K.PR_MARGIN]), MAX_DEPTH
@@ -312,20 +317,30 @@ def segment(trace: Trace | str | Path, epoch_len: int = DEFAULT_EPOCH,
     return _assemble(trace, epoch_len, st, ev, cm, order, clock, bounds)
 
 
+def _event_columns(e: VcpuEvents) -> np.ndarray:
+    """The kernel's view of one vCPU's events: one int64 row per event, columns ``K.E_*``
+    (a copy, small: the shipped traces have one event per ~2500 instructions)."""
+    out = np.empty((len(e), K.NE), dtype=np.int64)
+    for c, col in ((K.E_ICOUNT, e.icount), (K.E_KIND, e.kind), (K.E_THREAD, e.thread),
+                   (K.E_PREV, e.prev), (K.E_ARG, e.arg), (K.E_SLOT, e.slot),
+                   (K.E_ASPACE, e.aspace), (K.E_USER, e.user)):
+        out[:, c] = col
+    return out
+
+
 def _walk(trace: Trace, st: _State, ev: TraceEvents, cm: CodeMap, order: list[int],
           readers: list[_Reader], bounds: dict[int, np.ndarray]) -> None:
     """Run every vCPU through the kernel, run by run in switch order (module docstring)."""
-    trunc = [tuple(a.astype(np.int64) for a in truncations(trace, v)) for v in order]
+    code = (cm.table, cm.ins_flags, cm.ins_action, cm.ins_page)
+    trunc = [np.column_stack(truncations(trace, v)).astype(np.int64).reshape(-1, 2)
+             for v in order]
+    evs = [_event_columns(ev.vcpus[v]) for v in order]
     for _, n, stop_ev, stop_ic in _segments(ev, order):
         v, rd = order[n], readers[n]
         e = ev.vcpus[v]
         while True:
-            status = K._advance(
-                n, stop_ev, stop_ic, rd.ids, rd.row0, cm.table,
-                cm.ins_flags, cm.ins_action, cm.ins_page, trunc[n][0], trunc[n][1], bounds[v],
-                e.icount, e.kind, e.thread, e.prev, e.arg, e.slot, e.aspace, e.user,
-                st.vs, st.th, st.tstack, st.inst, st.pcs, st.hkeys, st.hcache, st.cnt,
-                st.params, st.warn, st.asp)
+            status = K._advance(n, stop_ev, stop_ic, rd.ids, rd.row0, code, trunc[n], evs[n],
+                                st.arrays(), bounds[v])
             if status == K.DONE:
                 break
             if status == K.NEED_SPACE:

@@ -56,6 +56,15 @@ NP = 7
 V_THREAD, V_PIECE, V_EV, V_TR, V_ROW, V_OFF, V_IC, V_PENDING, V_VCPU = range(9)
 NV = 9
 
+# Event columns (one row per event of a vCPU, in processing order; see
+# :class:`.events.VcpuEvents`).
+E_ICOUNT, E_KIND, E_THREAD, E_PREV, E_ARG, E_SLOT, E_ASPACE, E_USER = range(8)
+NE = 8
+
+# Truncated exec rows of a vCPU (:func:`pysched.trace.execstream.truncations`): the row and
+# the instructions that retired in it.
+TR_ROW, TR_RETIRED = range(2)
+
 # Per-thread state columns: stack depth, vCPU running it (-1), the address space it is a
 # member of (-1) and that space's generation when it joined, and whether it ran do_task_dead.
 T_DEPTH, T_RUNNING, T_AS, T_ASGEN, T_DYING = range(5)
@@ -383,73 +392,79 @@ def _to_kernel(t, vcpu, ic, k, th, tstack, inst, cnt, params, warn):
 
 
 @numba.njit(cache=True)
-def _event(n, k, ev_icount, ev_kind, ev_thread, ev_prev, ev_arg, ev_slot, ev_aspace, ev_user,
-           vs, th, tstack, inst, cnt, params, warn, asp):
-    """Apply event ``k`` of vCPU slot ``n`` (at ``vs[n, V_IC] == ev_icount[k]``)."""
-    kind = ev_kind[k]
+def _exit(t, nr, th, asp):
+    """System call ``nr`` of thread ``t`` ends its membership of its address space when it is
+    exit, and every member's when it is exit_group (the whole process goes)."""
+    if nr == NR_EXIT_GROUP or nr == NR_EXIT_GROUP_IA32:
+        a = th[t, T_AS]
+        if a >= 0 and th[t, T_ASGEN] == asp[a, A_GEN]:
+            asp[a, A_LIVE] = 0
+        th[t, T_AS] = -1
+    elif nr == NR_EXIT or nr == NR_EXIT_IA32:
+        _leave(t, th, asp)
+
+
+@numba.njit(cache=True)
+def _switch(n, k, evs, vs, th, tstack, inst, cnt, params, warn, asp):
+    """Context switch ``k`` on vCPU slot ``n``: the running thread stops (for good if it ran
+    do_task_dead), the incoming one runs, in a kernel context the trace never showed when it
+    has nothing open."""
     t = vs[n, V_THREAD]
     vcpu = vs[n, V_VCPU]
     ic = vs[n, V_IC]
-    if kind != EV_SWITCH and ev_thread[k] >= 0 and ev_thread[k] != t:
-        _warn(warn, W_THREAD_MISMATCH, vcpu, ic, k)
-    if vs[n, V_PENDING] != 0:
-        # An event before the vCPU's first instruction says what the thread was doing.
-        vs[n, V_PENDING] = 0
-        if kind != EV_SWITCH:
-            user_ctx = kind == EV_SYS_ENTRY or (kind == EV_INT_ENTRY and ev_user[k] != 0)
-            r = _push(t, CAT_APP if user_ctx else CAT_UNKNOWN, -1, -1, vcpu, ic, th, tstack,
-                      inst, cnt, params)
-            if r < 0:
-                return r
-    if kind == EV_SWITCH:
-        prev = ev_prev[k]
-        if prev >= 0 and prev != t:
-            _warn(warn, W_PREV_MISMATCH, vcpu, ic, k)
-        th[t, T_RUNNING] = -1
-        if th[t, T_DYING] != 0:
-            # Its last switch: whatever it had open ends here, and its key may come back as a
-            # new task.
-            th[t, T_DYING] = 0
-            th[t, T_DEPTH] = 0
-            _leave(t, th, asp)
-        nxt = ev_thread[k]
-        if nxt < 0:
-            nxt = params[PR_PLACEHOLDER] + n
-        if th[nxt, T_RUNNING] >= 0 and th[nxt, T_RUNNING] != vcpu:
-            _warn(warn, W_RUNNING_ELSEWHERE, vcpu, ic, k)
-        th[nxt, T_RUNNING] = vcpu
-        vs[n, V_THREAD] = nxt
-        if th[nxt, T_DEPTH] == 0:
-            r = _push(nxt, CAT_UNKNOWN, -1, -1, vcpu, ic, th, tstack, inst, cnt, params)
-            if r < 0:
-                return r
-        return 0
-    if kind == EV_SYS_ENTRY or kind == EV_INT_ENTRY:
+    prev = evs[k, E_PREV]
+    if prev >= 0 and prev != t:
+        _warn(warn, W_PREV_MISMATCH, vcpu, ic, k)
+    th[t, T_RUNNING] = -1
+    if th[t, T_DYING] != 0:
+        # Its last switch: whatever it had open ends here, and its key may come back as a
+        # new task.
+        th[t, T_DYING] = 0
+        th[t, T_DEPTH] = 0
+        _leave(t, th, asp)
+    nxt = evs[k, E_THREAD]
+    if nxt < 0:
+        nxt = params[PR_PLACEHOLDER] + n
+    if th[nxt, T_RUNNING] >= 0 and th[nxt, T_RUNNING] != vcpu:
+        _warn(warn, W_RUNNING_ELSEWHERE, vcpu, ic, k)
+    th[nxt, T_RUNNING] = vcpu
+    vs[n, V_THREAD] = nxt
+    if th[nxt, T_DEPTH] == 0:
+        r = _push(nxt, CAT_UNKNOWN, -1, -1, vcpu, ic, th, tstack, inst, cnt, params)
+        if r < 0:
+            return r
+    return 0
+
+
+@numba.njit(cache=True)
+def _entry(t, k, evs, vcpu, ic, th, tstack, inst, cnt, params, warn, asp):
+    """System call or interrupt entry ``k`` of thread ``t``: an entry from user mode leaves
+    the application instance (which learns its address space here if it did not know it yet),
+    then the entered instance opens."""
+    kind = evs[k, E_KIND]
+    aspace = evs[k, E_ASPACE]
+    if kind == EV_SYS_ENTRY or evs[k, E_USER] != 0:
         d = th[t, T_DEPTH]
-        from_user = kind == EV_SYS_ENTRY or ev_user[k] != 0
-        if from_user:
-            top = tstack[t, d - 1] if d > 0 else -1
-            if top < 0 or inst[top, I_CAT] != CAT_APP:
-                _warn(warn, W_SYSENTRY_NOT_APP if kind == EV_SYS_ENTRY else W_INTENTRY_NOT_APP,
-                      vcpu, ic, k)
-            elif inst[top, I_AUX] < 0:
-                _join(t, top, ev_aspace[k], th, asp, inst)
-            elif ev_aspace[k] >= 0 and inst[top, I_AUX] != ev_aspace[k]:
-                _warn(warn, W_ASPACE_CHANGED, vcpu, ic, k)
-        if kind == EV_SYS_ENTRY:
-            nr = ev_arg[k]
-            if nr == NR_EXIT_GROUP or nr == NR_EXIT_GROUP_IA32:
-                # The whole process goes: its space has no live member any more.
-                a = th[t, T_AS]
-                if a >= 0 and th[t, T_ASGEN] == asp[a, A_GEN]:
-                    asp[a, A_LIVE] = 0
-                th[t, T_AS] = -1
-            elif nr == NR_EXIT or nr == NR_EXIT_IA32:
-                _leave(t, th, asp)
-        cat = CAT_SYSCALL if kind == EV_SYS_ENTRY else CAT_INT
-        r = _push(t, cat, ev_slot[k], ev_arg[k], vcpu, ic, th, tstack, inst, cnt, params)
-        return r if r < 0 else 0
-    # A return: close the matching instance, or resolve the unknown context it ends.
+        top = tstack[t, d - 1] if d > 0 else -1
+        if top < 0 or inst[top, I_CAT] != CAT_APP:
+            _warn(warn, W_SYSENTRY_NOT_APP if kind == EV_SYS_ENTRY else W_INTENTRY_NOT_APP,
+                  vcpu, ic, k)
+        elif inst[top, I_AUX] < 0:
+            _join(t, top, aspace, th, asp, inst)
+        elif aspace >= 0 and inst[top, I_AUX] != aspace:
+            _warn(warn, W_ASPACE_CHANGED, vcpu, ic, k)
+    if kind == EV_SYS_ENTRY:
+        _exit(t, evs[k, E_ARG], th, asp)
+    cat = CAT_SYSCALL if kind == EV_SYS_ENTRY else CAT_INT
+    r = _push(t, cat, evs[k, E_SLOT], evs[k, E_ARG], vcpu, ic, th, tstack, inst, cnt, params)
+    return r if r < 0 else 0
+
+
+@numba.njit(cache=True)
+def _return(t, k, evs, vcpu, ic, th, tstack, inst, cnt, params, warn, asp):
+    """System call or interrupt return ``k`` of thread ``t``: close the matching instance, or
+    resolve the unknown context it ends, then continue in user or kernel mode."""
+    kind = evs[k, E_KIND]
     want = CAT_SYSCALL if kind == EV_SYS_RETURN else CAT_INT
     j = _find(t, want, CAT_UNKNOWN, th, tstack, inst)
     if j < 0:
@@ -464,9 +479,36 @@ def _event(n, k, ev_icount, ev_kind, ev_thread, ev_prev, ev_arg, ev_slot, ev_asp
             _warn(warn, W_SYSRET_UNSEEN if kind == EV_SYS_RETURN else W_INTRET_UNSEEN, vcpu,
                   ic, k)
         _close_to(t, j, vcpu, ic, k, th, tstack, inst, warn)
-    if kind == EV_SYS_RETURN or ev_user[k] != 0:
-        return _to_user(t, ev_aspace[k], vcpu, ic, k, th, tstack, inst, cnt, params, warn, asp)
+    if kind == EV_SYS_RETURN or evs[k, E_USER] != 0:
+        return _to_user(t, evs[k, E_ASPACE], vcpu, ic, k, th, tstack, inst, cnt, params, warn,
+                        asp)
     return _to_kernel(t, vcpu, ic, k, th, tstack, inst, cnt, params, warn)
+
+
+@numba.njit(cache=True)
+def _event(n, k, evs, vs, th, tstack, inst, cnt, params, warn, asp):
+    """Apply event ``k`` (row of the ``E_*`` columns ``evs``) of vCPU slot ``n`` (at
+    ``vs[n, V_IC] == evs[k, E_ICOUNT]``). Returns 0 or a negative error status."""
+    kind = evs[k, E_KIND]
+    t = vs[n, V_THREAD]
+    vcpu = vs[n, V_VCPU]
+    ic = vs[n, V_IC]
+    if kind != EV_SWITCH and evs[k, E_THREAD] >= 0 and evs[k, E_THREAD] != t:
+        _warn(warn, W_THREAD_MISMATCH, vcpu, ic, k)
+    if vs[n, V_PENDING] != 0:
+        # An event before the vCPU's first instruction says what the thread was doing.
+        vs[n, V_PENDING] = 0
+        if kind != EV_SWITCH:
+            user_ctx = kind == EV_SYS_ENTRY or (kind == EV_INT_ENTRY and evs[k, E_USER] != 0)
+            r = _push(t, CAT_APP if user_ctx else CAT_UNKNOWN, -1, -1, vcpu, ic, th, tstack,
+                      inst, cnt, params)
+            if r < 0:
+                return r
+    if kind == EV_SWITCH:
+        return _switch(n, k, evs, vs, th, tstack, inst, cnt, params, warn, asp)
+    if kind == EV_SYS_ENTRY or kind == EV_INT_ENTRY:
+        return _entry(t, k, evs, vcpu, ic, th, tstack, inst, cnt, params, warn, asp)
+    return _return(t, k, evs, vcpu, ic, th, tstack, inst, cnt, params, warn, asp)
 
 
 @numba.njit(cache=True)
@@ -480,16 +522,59 @@ def _budget(inst, pcs, hkeys, cnt, params, depth):
     return b
 
 
+@numba.njit(cache=True, inline="always")
+def _park(n, vs, ic, row, off):
+    """Store the position (instruction counter, exec row, offset in it) where the helpers
+    that open pieces and instances read it."""
+    vs[n, V_IC] = ic
+    vs[n, V_ROW] = row
+    vs[n, V_OFF] = off
+
+
+@numba.njit(cache=True, inline="always")
+def _target(evs, k, stop_ev, stop_ic):
+    """Instruction counter of the next stop: event ``k``'s, or ``stop_ic`` after the last."""
+    return evs[k, E_ICOUNT] if k < stop_ev else stop_ic
+
+
+@numba.njit(cache=True, inline="always")
+def _heat_each(n, epoch, slot, i0, take, ins_page, hkeys, hcache, cnt, params):
+    """Heat of ``take`` instructions from code-map row ``i0`` run by ``slot``, each with its
+    own page (a block whose instructions do not share one)."""
+    for i in range(i0, i0 + take):
+        _heat(n, epoch, slot, np.int64(ins_page[i]), hkeys, hcache, cnt, params)
+
+
+@numba.njit(cache=True, inline="always")
+def _run_mixed(n, b, ic, row, off, take, epoch, table, ins_flags, ins_action, ins_page,
+               vs, th, tstack, inst, pcs, hkeys, hcache, cnt, params, warn):
+    """Instructions ``off...off + take`` of block ``b``, whose instructions differ in their
+    flags: one step each. Returns ``(status, ic)``, ``ic`` after the last instruction done."""
+    s = table[b, B_START]
+    vs[n, V_ROW] = row
+    for j in range(off, off + take):
+        vs[n, V_IC] = ic
+        vs[n, V_OFF] = j
+        slot = _step(n, np.int64(ins_flags[s + j]), np.int64(ins_action[s + j]), vs, th,
+                     tstack, inst, pcs, cnt, params, warn)
+        if slot < -1:
+            return slot + 10, ic
+        if slot >= 0:
+            _heat(n, epoch, slot, np.int64(ins_page[s + j]), hkeys, hcache, cnt, params)
+        ic += 1
+    return DONE, ic
+
+
 @numba.njit(cache=True, nogil=True)
-def _advance(n, stop_ev, stop_ic, chunk_blocks, chunk_row0, table,
-             ins_flags, ins_action, ins_page, tr_rows, tr_retired, bounds,
-             ev_icount, ev_kind, ev_thread, ev_prev, ev_arg, ev_slot, ev_aspace, ev_user,
-             vs, th, tstack, inst, pcs, hkeys, hcache, cnt, params, warn, asp):
+def _advance(n, stop_ev, stop_ic, chunk_blocks, chunk_row0, code, trunc, evs, state, bounds):
     """Run vCPU slot ``n`` through its events ``< stop_ev`` and instructions ``< stop_ic``.
 
-    ``chunk_blocks`` are the block ids of exec rows ``chunk_row0...``; ``table[id]`` is the
-    block's row of :attr:`CodeMap.table` (``B_N`` -1: missing or malformed). ``bounds`` (sorted
-    int64) are the icounts at which this vCPU's epochs after the first begin
+    ``chunk_blocks`` are the block ids of exec rows ``chunk_row0...``; ``code`` is
+    ``(table, ins_flags, ins_action, ins_page)`` of the :class:`CodeMap` (``table[id]`` is the
+    block's row, ``B_N`` -1: missing or malformed); ``trunc`` the vCPU's truncated exec rows
+    (``TR_*`` columns); ``evs`` its events (``E_*`` columns); ``state`` the arrays ``(vs, th,
+    tstack, inst, pcs, hkeys, hcache, cnt, params, warn, asp)``; ``bounds`` (sorted int64) the
+    icounts at which this vCPU's epochs after the first begin
     (:meth:`pysched.trace.clock.TraceClock.epoch_bounds`): instruction ``ic`` is in epoch
     ``searchsorted(bounds, ic, "right")``.
 
@@ -499,13 +584,15 @@ def _advance(n, stop_ev, stop_ic, chunk_blocks, chunk_row0, table,
 
     The common case, a whole block with the same flags as the one before and no action
     entry, changes no state: it only adds its page to the heat, and is handled without calling
-    the helpers (array arguments cost reference counting on every call).
+    the helpers (array arguments cost reference counting on every call, inlined or not).
     """
+    table, ins_flags, ins_action, ins_page = code
+    vs, th, tstack, inst, pcs, hkeys, hcache, cnt, params, warn, asp = state
     nbounds = bounds.shape[0]
     depth = tstack.shape[1]
     nrows = chunk_blocks.shape[0]
     ntable = table.shape[0]
-    ntr = tr_rows.shape[0]
+    ntr = trunc.shape[0]
     budget = 0
     last_flags = -1  # flags of the last block stepped; -1 after any state change
     last_slot = -1
@@ -515,11 +602,9 @@ def _advance(n, stop_ev, stop_ic, chunk_blocks, chunk_row0, table,
     tr = vs[n, V_TR]
     epoch = np.searchsorted(bounds, ic, side="right")
     epoch_end = bounds[epoch] if epoch < nbounds else _NO_BOUND
-    status = DONE
     k = vs[n, V_EV]
-    target = ev_icount[k] if k < stop_ev else stop_ic
-    if target < ic:
-        status = ERR_BEHIND
+    target = _target(evs, k, stop_ev, stop_ic)
+    status = ERR_BEHIND if target < ic else DONE
     # One step per iteration: the instructions of one exec row up to ``target`` (the next
     # event's counter, or ``stop_ic`` after the last event), or the event at ``target``.
     while status == DONE:
@@ -532,20 +617,15 @@ def _advance(n, stop_ev, stop_ic, chunk_blocks, chunk_row0, table,
                 break
         budget -= 1
         if ic == target:
-            vs[n, V_IC] = ic
-            vs[n, V_ROW] = row
-            vs[n, V_OFF] = off
-            r = _event(n, k, ev_icount, ev_kind, ev_thread, ev_prev, ev_arg, ev_slot,
-                       ev_aspace, ev_user, vs, th, tstack, inst, cnt, params, warn, asp)
+            _park(n, vs, ic, row, off)
+            status = _event(n, k, evs, vs, th, tstack, inst, cnt, params, warn, asp)
             last_flags = -1
-            if r < 0:
-                status = r
-                break
-            k += 1
-            vs[n, V_EV] = k
-            target = ev_icount[k] if k < stop_ev else stop_ic
-            if target < ic:
-                status = ERR_BEHIND
+            if status == DONE:
+                k += 1
+                vs[n, V_EV] = k
+                target = _target(evs, k, stop_ev, stop_ic)
+                if target < ic:
+                    status = ERR_BEHIND
             continue
         r = row - chunk_row0
         if r >= nrows:
@@ -556,77 +636,55 @@ def _advance(n, stop_ev, stop_ic, chunk_blocks, chunk_row0, table,
         if size < 0:
             status = ERR_BLOCK
             break
-        while tr < ntr and tr_rows[tr] < row:
+        # Fewer instructions retired when the row was cut short by an exception.
+        while tr < ntr and trunc[tr, TR_ROW] < row:
             tr += 1
-        if tr < ntr and tr_rows[tr] == row and tr_retired[tr] < size:
-            size = tr_retired[tr]
+        if tr < ntr and trunc[tr, TR_ROW] == row and trunc[tr, TR_RETIRED] < size:
+            size = trunc[tr, TR_RETIRED]
         if off >= size:
             row += 1
             off = 0
             continue
-        take = size - off
-        if target - ic < take:
-            take = target - ic
         while ic >= epoch_end:
             # Epochs change rarely; a vCPU idle through some has equal bounds.
             epoch += 1
             epoch_end = bounds[epoch] if epoch < nbounds else _NO_BOUND
-        if epoch_end - ic < take:
-            take = epoch_end - ic
-        s = table[b, B_START]
+        take = min(size - off, target - ic, epoch_end - ic)
         bf = table[b, B_FLAGS]
-        if bf != F_MIXED:
+        if bf == F_MIXED:
+            last_flags = -1
+            status, ic = _run_mixed(n, b, ic, row, off, take, epoch, table, ins_flags,
+                                    ins_action, ins_page, vs, th, tstack, inst, pcs, hkeys,
+                                    hcache, cnt, params, warn)
+            if status != DONE:
+                break
+        else:
             action = table[b, B_ACTION] if off == 0 else -1
-            if bf == last_flags and action < 0:
-                slot = last_slot
-            else:
-                vs[n, V_IC] = ic
-                vs[n, V_ROW] = row
-                vs[n, V_OFF] = off
-                slot = _step(n, bf, action, vs, th, tstack, inst, pcs, cnt, params, warn)
-                if slot < -1:
-                    status = slot + 10
+            if bf != last_flags or action >= 0:
+                _park(n, vs, ic, row, off)
+                last_slot = _step(n, bf, action, vs, th, tstack, inst, pcs, cnt, params, warn)
+                if last_slot < -1:
+                    status = last_slot + 10
                     break
                 last_flags = bf
-                last_slot = slot
-            if slot >= 0:
+            if last_slot >= 0:
                 pg = table[b, B_PAGE]
                 if pg >= 0:
-                    key = (epoch << (SLOT_BITS + PAGE_BITS)) | (slot << PAGE_BITS) | pg
+                    key = (epoch << (SLOT_BITS + PAGE_BITS)) | (last_slot << PAGE_BITS) | pg
                     # The small direct-mapped cache answers almost always; testing it first
                     # (not "same key as the last block", which flips unpredictably with the
                     # page) keeps the branch predictable.
                     if hcache[n, pg & (HCACHE - 1)] != key:
-                        _heat(n, epoch, slot, pg, hkeys, hcache, cnt, params)
+                        _heat(n, epoch, last_slot, pg, hkeys, hcache, cnt, params)
                 else:
-                    for j in range(off, off + take):
-                        _heat(n, epoch, slot, np.int64(ins_page[s + j]), hkeys, hcache, cnt,
-                              params)
+                    _heat_each(n, epoch, last_slot, table[b, B_START] + off, take, ins_page,
+                               hkeys, hcache, cnt, params)
             ic += take
-        else:
-            last_flags = -1
-            vs[n, V_ROW] = row
-            for j in range(off, off + take):
-                vs[n, V_IC] = ic
-                vs[n, V_OFF] = j
-                slot = _step(n, np.int64(ins_flags[s + j]), np.int64(ins_action[s + j]),
-                             vs, th, tstack, inst, pcs, cnt, params, warn)
-                if slot < -1:
-                    status = slot + 10
-                    break
-                if slot >= 0:
-                    _heat(n, epoch, slot, np.int64(ins_page[s + j]), hkeys, hcache, cnt,
-                          params)
-                ic += 1
-            if status != DONE:
-                break
         off += take
         if off >= size:
             row += 1
             off = 0
-    vs[n, V_IC] = ic
-    vs[n, V_ROW] = row
-    vs[n, V_OFF] = off
+    _park(n, vs, ic, row, off)
     vs[n, V_TR] = tr
     if status < 0:
         cnt[C_ERR] = status

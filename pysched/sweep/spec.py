@@ -11,7 +11,9 @@ tables (see ``sweeps/example.toml``)::
     trace = ["../data/dss-mem"]    # trace directories, relative to this file
     policy = ["linux", "schedtask"]
     cores = [8, 16]
-    load = [1, 2]
+    load = [1, 2]                  # the paper's load kX (see load_unit)
+    load_unit = "machine"          # "machine" (default): kX on C cores is k traced vCPUs'
+                                   # work per core; "copies": load copies of the trace
     l1i_kb = [16, 32, 64]          # L1 i-cache size (ways, line, latency of the base machine)
     levels = [2, 3]                # cache levels (pysched.sweep.geometry)
     heatmap_bits = [128, 512]      # Page-heatmap size, for policies that have one
@@ -20,7 +22,8 @@ tables (see ``sweeps/example.toml``)::
     trace = "../data/dss-mem"
     policy = "schedtask:stealing=none"
 
-``trace`` and ``policy`` are required; the others default to 8 cores, load 1, a 32 KB i-cache,
+``trace`` and ``policy`` are required; the others default to 8 cores, load 1X (relative to the
+machine: :func:`pysched.evaluation.runner.copies_for`), a 32 KB i-cache,
 3 levels and the policy's own heatmap size. In a grid, ``heatmap_bits`` multiplies only the
 policies that take it (``linux`` runs once); a ``[[point]]`` that gives it to a policy without
 one is an error. Points that two tables share are run once.
@@ -37,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from pysched.constants import LOAD_MACHINE, LOAD_UNITS
 from pysched.models.configio import ConfigError
 from pysched.models.machine import MachineConfig
 from pysched.policies import REGISTRY, get_policy
@@ -45,11 +49,13 @@ from .geometry import LEVELS, base_machine
 
 #: Keys of a grid or point table, with their defaults (``None``: required or policy default).
 DIMENSIONS: dict[str, Any] = {"trace": None, "policy": None, "cores": 8, "load": 1,
-                              "l1i_kb": 32, "levels": 3, "heatmap_bits": None}
+                              "load_unit": LOAD_MACHINE, "l1i_kb": 32, "levels": 3,
+                              "heatmap_bits": None}
 #: Keys of the ``[sweep]`` table.
 SWEEP_KEYS = ("epoch_ms", "machine")
-#: Bumped when a change would make an old result file wrong for the same point.
-RESULT_VERSION = 1
+#: Bumped when a change would make an old result file wrong for the same point. 2: ``load``
+#: became relative to the machine (``load_unit``); version 1's load was copies of the trace.
+RESULT_VERSION = 2
 
 
 class SweepSpecError(ValueError):
@@ -68,6 +74,8 @@ class Point:
         Canonical policy spec (``name:key=value:...``, keys sorted; policies with a
         Page-heatmap always carry ``heatmap_bits``).
     cores, load, l1i_kb, levels : int
+    load_unit : str
+        What ``load`` counts (:data:`pysched.constants.LOAD_UNITS`).
     heatmap_bits : int or None
         The policy's Page-heatmap size (None for a policy without one).
     epoch_ms : float
@@ -79,6 +87,7 @@ class Point:
     policy: str
     cores: int
     load: int
+    load_unit: str
     l1i_kb: int
     levels: int
     heatmap_bits: int | None
@@ -93,20 +102,23 @@ class Point:
     def key(self) -> str:
         """A stable hash of everything that determines the run's result (names its file)."""
         data = {"v": RESULT_VERSION, "trace": self.trace, "policy": self.policy,
-                "cores": self.cores, "load": self.load, "epoch_ms": self.epoch_ms,
-                "machine": dataclasses.asdict(self.machine)}
+                "cores": self.cores, "load": self.load, "load_unit": self.load_unit,
+                "epoch_ms": self.epoch_ms, "machine": dataclasses.asdict(self.machine)}
         blob = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()[:20]
 
     def columns(self) -> dict[str, Any]:
         """The point's parameters as result columns."""
-        return {"point": self.key, "trace_path": self.trace, "policy": self.policy,
+        return {"point": self.key, "result_version": RESULT_VERSION,
+                "trace_path": self.trace, "policy": self.policy,
                 "policy_name": self.policy_name, "heatmap_bits": self.heatmap_bits,
-                "cores": self.cores, "load": self.load, "l1i_kb": self.l1i_kb,
+                "cores": self.cores, "load": self.load, "load_unit": self.load_unit,
+                "l1i_kb": self.l1i_kb,
                 "levels": self.levels, "epoch_ms": self.epoch_ms}
 
     def label(self) -> str:
         return (f"{Path(self.trace).name} {self.policy} cores={self.cores} load={self.load} "
+                f"({self.load_unit}) "
                 f"l1i={self.l1i_kb}KB levels={self.levels}")
 
 
@@ -204,6 +216,12 @@ def _table_points(table: Any, where: str, root: Path, epoch_ms: float,
     policies = [_split_policy(v, multi("policy", i)) for i, v in enumerate(vals["policy"])]
     cores = [_positive_int(v, multi("cores", i), 1024) for i, v in enumerate(vals["cores"])]
     loads = [_positive_int(v, multi("load", i), 64) for i, v in enumerate(vals["load"])]
+    units = []
+    for i, v in enumerate(vals["load_unit"]):
+        if v not in LOAD_UNITS:
+            raise SweepSpecError(f"{multi('load_unit', i)}: expected one of "
+                                 f"{', '.join(map(repr, LOAD_UNITS))}, got {v!r}")
+        units.append(v)
     levels = []
     for i, v in enumerate(vals["levels"]):
         if v not in LEVELS or isinstance(v, bool):
@@ -232,9 +250,9 @@ def _table_points(table: Any, where: str, root: Path, epoch_ms: float,
         if "heatmap_bits" in params:
             raise SweepSpecError(f"{pw}: gives heatmap_bits and so does {where}.heatmap_bits")
         pols.extend(_make_policy(name, {**params, "heatmap_bits": str(b)}, pw) for b in bits)
-    return [Point(t, pol, c, k, kb, lv, hb, epoch_ms, machines[kb, lv])
-            for t, (pol, hb), c, k, kb, lv in itertools.product(traces, pols, cores, loads, l1i,
-                                                                 levels)]
+    return [Point(t, pol, c, k, u, kb, lv, hb, epoch_ms, machines[kb, lv])
+            for t, (pol, hb), c, k, u, kb, lv in itertools.product(traces, pols, cores, loads,
+                                                                    units, l1i, levels)]
 
 
 def _as_tables(data: dict, key: str, where: str) -> list:
@@ -313,4 +331,4 @@ def load_spec(path: str | Path) -> Sweep:
     return parse_spec(data, str(p), p.resolve().parent)
 
 
-__all__ = ["DIMENSIONS", "Point", "Sweep", "SweepSpecError", "load_spec", "parse_spec"]
+__all__ = ["DIMENSIONS", "RESULT_VERSION", "Point", "Sweep", "SweepSpecError", "load_spec", "parse_spec"]

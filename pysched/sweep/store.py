@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .spec import Point
+from .spec import RESULT_VERSION, Point
 
 EPOCHS, RUNS = "epochs", "runs"
 
@@ -68,14 +68,19 @@ class ResultStore:
         self._write(epochs, self.path(point.key))
 
     def read(self, points: list[Point] | None = None, kind: str = EPOCHS) -> pd.DataFrame:
-        """The rows of ``points`` (default every finished point in the directory)."""
+        """The rows of ``points`` (default every finished point in the directory of this
+        :data:`~.spec.RESULT_VERSION`: files an older version wrote, whose columns may mean
+        something else, e.g. version 1's load in copies, are left out)."""
         if points is None:
             files = sorted((self.out / kind).glob("[!.]*.parquet"))
         else:
             files = [self.path(p.key, kind) for p in points if self.finished(p)]
-        if not files:
+        frames = [pd.read_parquet(f) for f in files]
+        frames = [f for f in frames if "result_version" in f
+                  and (f["result_version"] == RESULT_VERSION).all()]
+        if not frames:
             return pd.DataFrame()
-        return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+        return pd.concat(frames, ignore_index=True)
 
 
 def read_results(out: str | Path, kind: str = EPOCHS) -> pd.DataFrame:

@@ -23,6 +23,10 @@ Checks (each listed in the output with its violations, at most ``--limit`` shown
              a degraded trace fails with the probable cause (:mod:`.health`).
 ``wakeups``  (f) wake-up rows enter their kind's function, name a task, and a wake-up's
              effect follows a call for its task (see :func:`.order.check_wakeups`).
+``user_pcs`` (g) interrupt and exception returns to user mode resume at the recorded PC
+             (:func:`.vcpu.check_user_returns`), for traces whose plugin recorded user blocks
+             where they ran (``plugin.json`` ``user_pcs: "run"``); older traces get an info
+             line, since their user PCs of shared code may be another process's.
 
 Exit status: 0 when there is no violation, 1 otherwise (also when the directory cannot be
 opened as a trace).
@@ -41,7 +45,8 @@ from .order import check_markers, check_syscalls, check_wakeups
 from .health import check_health
 from .preflight import TraceRejected, check_complete, check_parts, check_totals, preflight
 from .static import FRAMES, check_blocks, check_frames
-from .vcpu import ICOUNT, check_events, check_exec, check_mem
+from .vcpu import (ICOUNT, check_events, check_exec, check_mem, check_user_pcs_recorded,
+                   check_user_returns)
 from ..errors import TraceError
 from ..execstream import exec_chunks
 from ..reader import Trace
@@ -128,9 +133,12 @@ def check_trace(trace: Trace, limit: int = 20) -> Report:
     syscalls: dict[int, pa.Table] = {}
     markers: dict[int, pa.Table] = {}
     streams = {}
+    user_pcs = check_user_pcs_recorded(trace.plugin_info, report)
     for v in vcpus:
         streams[v] = vs = check_exec(trace, idx, v, report)
         check_events(vs, idx, report)
+        if user_pcs:
+            check_user_returns(vs, idx, report)
         check_mem(trace, vs, report)
         totals[v] = vs.total
         syscalls[v], markers[v] = vs.events["syscalls"], vs.events["markers"]

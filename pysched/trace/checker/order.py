@@ -8,10 +8,12 @@ are broken by vCPU and row.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...constants import KERNEL_SPACE
 from ..schema import (
@@ -173,6 +175,35 @@ def _entered_functions(streams: dict[int, VcpuStreams], idx: BlockIndex) -> dict
     return out
 
 
+def _stopped_before(streams: dict[int, VcpuStreams], plugin_info: dict[str, Any] | None
+                    ) -> Callable[[float, int], list[int]] | None:
+    """From ``plugin.json``'s ``bound_stop_ns``: which other vCPUs were not recording at a time.
+
+    A vCPU stopped by the ``roi_insns`` bound at time ``s`` records nothing until the next
+    region begins (a ``markers`` begin row, at the region's start): it is stopped at ``t`` when
+    its latest stop before ``t`` follows the latest begin before ``t``. Returns
+    ``f(t, vcpu)``, the vCPUs other than ``vcpu`` stopped at ``t``, or None when the trace has
+    no ``bound_stop_ns`` (a plugin from before it was written).
+    """
+    stops = (plugin_info or {}).get("bound_stop_ns")
+    if stops is None:
+        return None
+    stops_ns = {v: np.sort(np.asarray(s, dtype=np.int64)) for v, s in enumerate(stops)}
+    begins = [vs.events[MARKERS].filter(pc.equal(vs.events[MARKERS].column("kind"),
+                                                 MARKER_BEGIN)).column("time_ns").to_numpy()
+              for vs in streams.values()]
+    begin_ns = np.sort(np.concatenate(begins).astype(np.int64)) if begins else np.zeros(0)
+
+    def latest_before(a: np.ndarray, t: float) -> float:
+        i = np.searchsorted(a, t, side="left")
+        return float(a[i - 1]) if i else -np.inf
+
+    def stopped(t: float, vcpu: int) -> list[int]:
+        b = latest_before(begin_ns, t)
+        return [w for w, s in stops_ns.items() if w != vcpu and latest_before(s, t) > b]
+    return stopped
+
+
 def check_wakeups(streams: dict[int, VcpuStreams], idx: BlockIndex,
                   plugin_info: dict[str, Any] | None, report: Report) -> None:
     """Check f: ``wakeups`` rows (their counters are checked with the other event tables).
@@ -181,7 +212,12 @@ def check_wakeups(streams: dict[int, VcpuStreams], idx: BlockIndex,
     ``exec_row`` block does not start at its kind's function (``plugin.json`` symbols); in time
     order over all vCPUs, a ``ttwu_do_wakeup`` row (kind 3) without an earlier
     ``try_to_wake_up`` call (kind 1) for its task, unless it is the task's first row (the call
-    may have come before recording began). Woken tasks never seen running are counted as info
+    may have come before recording began) or another vCPU had already been stopped by the
+    ``roi_insns`` bound (``plugin.json``'s ``bound_stop_ns``: the call may have been made there,
+    unrecorded); both are counted as info. The second excuse is coarse: once a vCPU has stopped,
+    no missing call is a violation until the next region begins, also one whose call should have
+    been recorded on a vCPU still recording (the trace does not say where a call was made).
+    Woken tasks never seen running are counted as info
     (woken near the end of the recording, or a task that was not scheduled while recorded).
 
     Parameters
@@ -212,14 +248,22 @@ def check_wakeups(streams: dict[int, VcpuStreams], idx: BlockIndex,
         report.add_mask(WAKEUPS, bad if addr else np.zeros(len(kind), dtype=bool), lambda i: (
             _loc(WAKEUPS, m, i), f"the block at exec_row starts at {m['entered'][i]:#x}, not at "
                                  f"{WAKE_SYMBOLS[int(kind[i])]} ({addr:#x})"))
+    stopped = _stopped_before(streams, plugin_info)
     seen: set[int] = set()
     called: set[int] = set()
     before_recording = 0
+    after_stop: Counter[tuple[int, ...]] = Counter()
+    missing = 0
     for i, (k, task) in enumerate(zip(kind.tolist(), woken.tolist())):
         if k == WAKE_TTWU:
             called.add(task)
         elif k == WAKE_DONE and task not in called:
-            if task in seen:
+            # The call may have been made on a vCPU that the roi_insns bound had stopped.
+            gone = stopped(float(m["time_ns"][i]), int(m["_vcpu"][i])) if stopped else []
+            if gone:
+                after_stop[tuple(gone)] += 1
+            elif task in seen:
+                missing += 1
                 report.add(WAKEUPS, _loc(WAKEUPS, m, i), f"ttwu_do_wakeup of task {task:#x} "
                            "without an earlier try_to_wake_up call for it")
             else:
@@ -228,6 +272,16 @@ def check_wakeups(streams: dict[int, VcpuStreams], idx: BlockIndex,
     if before_recording:
         report.note(WAKEUPS, f"{before_recording} first wake-ups took effect without a recorded "
                              "call (called before recording began)")
+    for ws, n in sorted(after_stop.items()):
+        names = ", ".join(f"v{w}" for w in ws)
+        report.note(WAKEUPS, f"{n} wake-ups took effect without a recorded call after {names} "
+                             "had reached the roi_insns bound and stopped recording (the call "
+                             "may have been made there)")
+    if stopped is None and missing and \
+            int(((plugin_info or {}).get("options") or {}).get("roi_insns") or 0):
+        report.note(WAKEUPS, "plugin.json has no bound_stop_ns (a plugin from before it was "
+                             "written): a call made on a vCPU after the roi_insns bound stopped "
+                             "it cannot be told from a missing one")
     known: set[int] = set()
     for vs in streams.values():
         for name, t in vs.events.items():

@@ -37,6 +37,7 @@ from ..schema import (
 )
 
 ICOUNT = "icount"
+USER_PCS = "user_pcs"
 
 # How an event's icount relates to S (see the module docstring).
 _BOUNDARY, _INSIDE, _EITHER = 0, 1, 2
@@ -296,3 +297,60 @@ def check_mem(trace: Trace, vs: VcpuStreams, report: Report) -> None:
         last = icount[-1]
     if unknown:
         report.note(FRAMES, f"vCPU {v}: {unknown} of {rows} data accesses have no paddr")
+
+
+def check_user_returns(vs: VcpuStreams, idx: BlockIndex, report: Report) -> None:
+    """Interrupt and exception returns to user mode resume at the PC the trace records.
+
+    The block at a return's ``exec_row`` must start at its ``pc`` (the RIP ``iretq`` returns
+    to), unless an interrupt or exception is taken before that block runs (QEMU delivers a
+    pending interrupt there, and a fault on fetching the code raises one): that entry is then
+    at the same ``exec_row`` and its saved ``pc`` is the return's. An entry there that
+    interrupted kernel mode (the ``iretq`` itself faulted) leaves nothing to compare. Only
+    meaningful for traces whose user blocks are recorded at the address they ran at
+    (``plugin.json`` ``user_pcs: "run"``).
+    """
+    report.start(USER_PCS)
+    t = vs.events["interrupts"]
+    if vs.total is None or t.num_rows == 0:
+        return
+    kind, user, pc = _col(t, "kind"), _col(t, "user"), _col(t, "pc")
+    r = _col(t, "exec_row").astype(np.int64)
+    ret = np.flatnonzero((kind == KIND_RETURN) & (user == 1) & (r >= 0) & (r < vs.n))
+    nxt = np.minimum(ret + 1, t.num_rows - 1)
+    entry = (ret + 1 < t.num_rows) & (kind[nxt] == KIND_ENTRY) & (r[nxt] == r[ret])
+    pos = vs.pos[vs.at(r[ret])]
+    start = np.zeros(len(ret), dtype=np.uint64)
+    start[pos >= 0] = idx.vaddr[pos[pos >= 0]]
+
+    def loc(k: int) -> Location:
+        i = int(ret[k])
+        return Location("interrupts", vs.vcpu, row=i, icount=int(_col(t, "icount")[i]),
+                        exec_row=int(r[i]))
+
+    report.add_mask(USER_PCS, ~entry & (pos >= 0) & (start != pc[ret]), lambda k: (
+        loc(k), f"returns to user pc {pc[ret[k]]:#x} but the block at exec_row starts at "
+                f"{start[k]:#x}"))
+    report.add_mask(USER_PCS, entry & (user[nxt] == 1) & (pc[nxt] != pc[ret]), lambda k: (
+        loc(k), f"returns to user pc {pc[ret[k]]:#x} but the interrupt taken before its first "
+                f"block saved pc {pc[nxt[k]]:#x}"))
+
+
+def check_user_pcs_recorded(info: dict | None, report: Report) -> bool:
+    """Whether the plugin recorded user blocks where they ran (``plugin.json`` ``user_pcs``).
+
+    Traces recorded before it did get an info line; a plugin that found a user block's rip at
+    another page offset than the block (``user_rip_offset_mismatches``) fails the check.
+    """
+    info = info or {}
+    if info.get("user_pcs") != "run":
+        report.note(USER_PCS, "recorded before per-process user PCs; user PCs of shared code "
+                              "may be another process's")
+        return False
+    report.start(USER_PCS)
+    bad = int(info.get("user_rip_offset_mismatches", 0) or 0)
+    if bad:
+        report.add(USER_PCS, Location("plugin.json"),
+                   f"{bad} user blocks started at a rip with another page offset than the "
+                   "block's (recorded at their translated address)")
+    return True
