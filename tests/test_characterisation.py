@@ -38,6 +38,12 @@ def test_epoch_counts_hand_made() -> None:
         epoch_counts(np.array([5]), np.array([4]), np.array([0]), 10)
     with pytest.raises(ValueError, match="too small"):
         epoch_counts(np.array([0]), np.array([25]), np.array([0]), 10, nepochs=2)
+    # Bounds of a vCPU idle through epoch 1 (two equal bounds), then past the last bound.
+    got = epoch_counts(np.array([0, 12]), np.array([12, 40]), np.array([0, 1]),
+                       np.array([10, 10, 30]))
+    np.testing.assert_array_equal(got, [[10, 0], [0, 0], [2, 18], [0, 10]])
+    with pytest.raises(ValueError, match="sorted"):
+        epoch_counts(np.array([0]), np.array([5]), np.array([0]), np.array([4, 2]))
 
 
 @settings(max_examples=100, deadline=None)
@@ -48,8 +54,23 @@ def test_epoch_counts_equal_twin(pieces, L) -> None:
     stop = start + np.array([n for _, n, _ in pieces], dtype=np.int64)
     col = np.array([c for _, _, c in pieces], dtype=np.int64)
     ne = int((stop.max() - 1) // L + 1) if len(stop) and stop.max() > 0 else 0
-    np.testing.assert_array_equal(_epoch_counts(start, stop, col, L, ne, 5),
-                                  twin_counts(start, stop, col, L, ne, 5))
+    bounds = np.arange(L, L * max(ne, 1), L, dtype=np.int64)
+    np.testing.assert_array_equal(_epoch_counts(start, stop, col, bounds, ne, 5),
+                                  twin_counts(start, stop, col, bounds, ne, 5))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 300), st.integers(0, 40), st.integers(0, 4)),
+                max_size=40), st.lists(st.integers(0, 340), max_size=12))
+def test_epoch_counts_uneven_bounds_equal_twin(pieces, bounds) -> None:
+    """Bounds of a machine-wide clock: uneven, repeated (a vCPU idle through an epoch)."""
+    start = np.array([a for a, _, _ in pieces], dtype=np.int64)
+    stop = start + np.array([n for _, n, _ in pieces], dtype=np.int64)
+    col = np.array([c for _, _, c in pieces], dtype=np.int64)
+    b = np.sort(np.array(bounds, dtype=np.int64))
+    ne = len(b) + 1
+    np.testing.assert_array_equal(epoch_counts(start, stop, col, b, ne, 5),
+                                  twin_counts(start, stop, col, b, ne, 5))
 
 
 def test_breakup_record_arithmetic() -> None:

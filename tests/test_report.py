@@ -42,10 +42,15 @@ def test_summary_agrees_with_the_tables(results: Path) -> None:
     pieces = pd.read_parquet(results / "dss" / "pieces.parquet")
     assert int((pieces["stop"] - pieces["start"]).sum()) == s["instructions"]
     epochs = pd.read_csv(results / "dss" / "epoch-breakup.csv", index_col="epoch")
-    assert len(epochs) == s["full_epochs"] >= 20
-    # a full epoch holds epoch_len instructions of each vCPU, scheduler code left out
-    assert s["full_epochs"] == min(s["instructions_per_vcpu"].values()) // s["epoch_len"]
-    assert (epochs.sum(axis=1) <= 2 * s["epoch_len"]).all()
+    # dss: 19 complete epochs of the machine (measured, issue 16: vCPU 1 reached its 130 M
+    # instructions when the machine had retired 234.7 M; per vCPU it was 21).
+    assert len(epochs) == s["full_epochs"] >= 19
+    # a full epoch holds epoch_len instructions per vCPU of the whole machine's (each vCPU's
+    # share rounded to whole instructions), scheduler code left out, and the full epochs are
+    # those the trace holds whole
+    assert s["epoch_machine_insns"] == 2 * s["epoch_len"]
+    assert s["full_epochs"] == s["machine_insns_covered"] // s["epoch_machine_insns"]
+    assert (epochs.sum(axis=1) <= 2 * s["epoch_len"] + 2).all()
     assert (epochs.sum(axis=1) > 1.9 * s["epoch_len"]).all()
     tau = pd.read_csv(results / "dss" / "tau.csv")
     assert list(tau["bits"]) == [128, 256, 512, 1024, 2048]

@@ -11,7 +11,7 @@ import numpy as np
 
 from pysched.superfunctions import PAPER_CATEGORIES, Category, Segmentation
 
-from .kernels import epoch_counts
+from .epochs import segmentation_epoch_counts
 
 _FIELDS = {Category.APPLICATION: "application", Category.SYSCALL: "syscall",
            Category.INTERRUPT: "interrupt", Category.BOTTOM_HALF: "bottom_half",
@@ -88,12 +88,7 @@ def instruction_breakup(seg: Segmentation) -> Breakup:
 
 def epoch_breakups(seg: Segmentation, epoch_len: int | None = None) -> list[Breakup]:
     """:class:`Breakup` of each epoch (all vCPUs' instructions of that epoch)."""
-    L = seg.epoch_len if epoch_len is None else int(epoch_len)
-    p = seg.pieces
     cat, sched = _piece_categories(seg)
     col = np.where(sched, len(Category), cat)
-    longest = max(seg.vcpu_insns.values(), default=0)
-    ne = -(-longest // L)
-    counts = epoch_counts(p["start"].to_numpy(), p["stop"].to_numpy(), col, L, ne,
-                          len(Category) + 1)
+    counts = segmentation_epoch_counts(seg, seg.pieces, col, len(Category) + 1, epoch_len)
     return [Breakup(*(int(row[c]) for c in _FIELDS), scheduler=int(row[-1])) for row in counts]

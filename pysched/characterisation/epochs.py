@@ -2,9 +2,12 @@
 
 An epoch's breakup is the vector of the fractions of its instructions that each superFuncType
 executed (scheduler code left out); consecutive epochs are compared by cosine similarity.
-Epochs are counted in instructions per vCPU (epoch ``k`` of every vCPU together); the default
-length, :data:`pysched.superfunctions.DEFAULT_EPOCH`, stands for the paper's 3 ms at 2 GHz and
-an IPC of 1.
+Epochs are counted in machine-wide instructions (:mod:`pysched.trace.clock`): epoch ``k`` is
+the whole machine's instructions ``[k * E, (k + 1) * E)`` in the trace's cross-vCPU order,
+``E = epoch_len * nvcpus``; the default ``epoch_len``,
+:data:`pysched.superfunctions.DEFAULT_EPOCH`, stands for the paper's 3 ms at 2 GHz and an IPC
+of 1, so an epoch is 3 ms of the machine at full load, and an idle vCPU neither ends an epoch
+nor holds one open.
 """
 from __future__ import annotations
 
@@ -14,6 +17,38 @@ import pandas as pd
 from pysched.superfunctions import Segmentation
 
 from .kernels import epoch_counts
+
+
+def segmentation_epoch_counts(seg: Segmentation, pieces: pd.DataFrame, col: np.ndarray,
+                              ncols: int, epoch_len: int | None = None) -> np.ndarray:
+    """Instructions per epoch and column of some of a segmentation's pieces.
+
+    Parameters
+    ----------
+    seg : Segmentation
+    pieces : pandas.DataFrame
+        Rows of ``seg.pieces`` (any vCPUs).
+    col : numpy.ndarray of int
+        Column of each of those pieces, in ``[0, ncols)``.
+    ncols : int
+    epoch_len : int, optional
+        Instructions per vCPU per epoch (default: the segmentation's).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape ``(seg.nepochs, ncols)`` (epochs of ``epoch_len``)
+    """
+    L = seg.epoch_len if epoch_len is None else int(epoch_len)
+    bounds = seg.epoch_bounds if L == seg.epoch_len else seg.clock.epoch_bounds(L)
+    ne = len(next(iter(bounds.values()), ())) + 1 if seg.total_insns else 0
+    out = np.zeros((ne, ncols), dtype=np.int64)
+    vcpu = pieces["vcpu"].to_numpy()
+    start, stop = pieces["start"].to_numpy(), pieces["stop"].to_numpy()
+    col = np.asarray(col)
+    for v, b in bounds.items():
+        m = vcpu == v
+        out += epoch_counts(start[m], stop[m], col[m], b, ne, ncols)
+    return out
 
 
 def epoch_breakup(seg: Segmentation, epoch_len: int | None = None, by: str = "type",
@@ -27,12 +62,13 @@ def epoch_breakup(seg: Segmentation, epoch_len: int | None = None, by: str = "ty
         Instructions per vCPU per epoch (default: the segmentation's).
     by : {"type", "category"}
     vcpus : list of int, optional
-        Only these vCPUs' instructions (default: all).
+        Only these vCPUs' instructions (default: all); the epochs stay the machine's.
 
     Returns
     -------
     pandas.DataFrame
-        One row per epoch (index ``epoch``), one column per type (uint64) or category (int),
+        One row per epoch of the trace (index ``epoch``; the last ones may be beyond
+        :attr:`Segmentation.complete_epochs`), one column per type (uint64) or category (int),
         instruction counts; scheduler code left out.
     """
     if by not in ("type", "category"):
@@ -43,10 +79,7 @@ def epoch_breakup(seg: Segmentation, epoch_len: int | None = None, by: str = "ty
         p = p.loc[p["vcpu"].isin(vcpus)]
     key = seg.instances[by].to_numpy()[p["instance"].to_numpy()]
     labels, col = np.unique(key, return_inverse=True)
-    longest = max((n for v, n in seg.vcpu_insns.items() if vcpus is None or v in vcpus),
-                  default=0)
-    ne = -(-longest // L)
-    counts = epoch_counts(p["start"].to_numpy(), p["stop"].to_numpy(), col, L, ne, len(labels))
+    counts = segmentation_epoch_counts(seg, p, col, len(labels), L)
     df = pd.DataFrame(counts, columns=pd.Index(labels, name=by))
     df.index.name = "epoch"
     return df

@@ -30,7 +30,8 @@ class AnalysisOptions:
     Attributes
     ----------
     epoch_len : int
-        Instructions per vCPU per epoch.
+        Instructions per vCPU per epoch: an epoch is ``epoch_len * nvcpus`` machine-wide
+        instructions (:mod:`pysched.trace.clock`).
     bloom_bits : int
         Page-heatmap size of the drawn heatmaps and the overlap table.
     tau_epochs : int
@@ -67,7 +68,8 @@ class TraceAnalysis:
     breakup : Breakup
         Instructions per category over the whole trace (Fig 4).
     epochs : pandas.DataFrame
-        Instructions per superFuncType in each epoch that every vCPU completed.
+        Instructions per superFuncType in each complete epoch
+        (:attr:`Segmentation.complete_epochs`).
     similarity : pandas.Series
         Cosine similarity of consecutive epochs (section 4.4).
     heat : PageHeatmaps
@@ -114,6 +116,8 @@ class TraceAnalysis:
             "instructions": int(self.seg.total_insns),
             "instructions_per_vcpu": {str(v): int(n) for v, n in self.seg.vcpu_insns.items()},
             "epoch_len": int(self.seg.epoch_len),
+            "epoch_machine_insns": int(self.seg.clock.epoch_insns(self.seg.epoch_len)),
+            "machine_insns_covered": int(self.seg.clock.covered),
             "full_epochs": int(len(self.epochs)),
             "instances": int(len(self.seg.instances)),
             "superfunctypes": int(len(self.seg.types)),
@@ -145,10 +149,10 @@ def _num(x: Any) -> float | None:
 
 
 def full_epochs(seg: Segmentation, matrix: pd.DataFrame) -> pd.DataFrame:
-    """Keep the epochs in which every vCPU retired a whole epoch's instructions: past the end
-    of the shortest vCPU's stream the mix would shift only because a vCPU fell silent."""
-    shortest = min(seg.vcpu_insns.values(), default=0)
-    return matrix.iloc[:shortest // seg.epoch_len]
+    """Keep the epochs whose whole work the trace holds (:attr:`Segmentation.complete_epochs`):
+    past the end of a vCPU that stopped recording early the mix would shift only because its
+    work is missing."""
+    return matrix.iloc[:seg.complete_epochs]
 
 
 def representative_epoch(heat: PageHeatmaps) -> int | None:

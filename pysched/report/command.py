@@ -66,7 +66,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "instead of refusing it; the summary says so")
     p.add_argument("--epoch-insns", type=_count, default=DEFAULT_EPOCH,
                    help=f"instructions per vCPU per epoch (default {DEFAULT_EPOCH:,}: 3 ms at "
-                        "2 GHz and an IPC of 1)")
+                        "2 GHz and an IPC of 1); an epoch is that times the vCPUs of the "
+                        "machine's instructions, in the trace's order across vCPUs")
     p.add_argument("--bloom-bits", type=int, default=512, choices=SIZES,
                    help="Page-heatmap size for the drawn heatmaps and overlap table "
                         "(128, 256, 512, 1024 or 2048; default 512)")

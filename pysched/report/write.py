@@ -112,7 +112,8 @@ def _pct(x: float | None) -> str:
 def markdown(summaries: Sequence[dict], opts: AnalysisOptions) -> str:
     """The summary as Markdown tables."""
     lines = ["# pysched analysis", "",
-             f"Epoch: {opts.epoch_len:,} instructions per vCPU; Page-heatmaps of "
+             f"Epoch: {opts.epoch_len:,} instructions per vCPU, counted over the whole "
+             "machine in the trace's order across vCPUs; Page-heatmaps of "
              f"{opts.bloom_bits} bits in the figures; similarity after {opts.warmup} warm-up "
              "epochs. Figures: breakup.png (Fig 4), similarity.png (section 4.4), tau.png "
              "(Fig 11), and per trace heatmaps.png and overlap.png.", "",

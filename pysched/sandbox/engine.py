@@ -2,6 +2,12 @@
 
 Rules (each an approximation of a real machine, written down here where it is made):
 
+* **Epochs** are :attr:`SandboxConfig.epoch_s` (3 ms, section 4.4) of simulated time. The
+  trace's epochs are 3 ms of its machine time (machine-wide instructions at the nominal clock
+  and IPC on every vCPU, :mod:`pysched.trace.clock`), and the workload's arrival times are on
+  that clock (:mod:`.workload`): one definition, the same 3 ms wherever the sandbox runs the
+  trace's work at the nominal clock and IPC on as many busy cores as it had vCPUs. Simulated
+  time also passes while cores idle or stall, which the trace's clock does not see.
 * **Time** is simulated seconds. A core runs an item in *chunks* of at most
   :attr:`SandboxConfig.max_chunk` instructions; a chunk's accesses go through the core's
   private L1i/L1d/L2 and the shared L3 (:class:`~pysched.models.caches.hierarchy.Hierarchy`,

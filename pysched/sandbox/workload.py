@@ -29,9 +29,17 @@ makes a dependency that the trace did not have: the shipped traces predate effec
 ``wakeups`` table (traces recorded before it existed) every switched-in item is released at its
 traced time instead (``release``): a fixed schedule, which :attr:`Workload.dependencies` says.
 
-**Time of the trace.** Arrival times use the trace's instruction clock: instruction ``i`` of a
-vCPU happened at ``i / (CLOCK_HZ * IPC)`` seconds (the project's epoch definition, 3 ms =
-6 M instructions). QEMU's own clock runs at emulation speed and is not used.
+**Time of the trace.** Arrival times use the trace's machine time
+(:meth:`pysched.trace.clock.TraceClock.seconds`): instruction ``i`` of vCPU ``v`` happened at
+``M / (nvcpus * CLOCK_HZ * IPC)`` seconds, ``M`` being the machine-wide instructions retired
+by then in the trace's cross-vCPU order. It is the clock of the analysis's epochs (3 ms of it
+each), so the sandbox's epochs (3 ms of simulated time, :class:`~.engine.SandboxConfig`) are
+the trace's epochs when the sandbox runs the work at the nominal clock and IPC on as many cores
+as the trace had vCPUs, all busy; a vCPU that idled in the trace adds no time (an idle vCPU
+retires no instructions), so its work arrives no later than it would have on a busy machine,
+and an interrupt of a busy vCPU beside an idle one arrives up to ``nvcpus`` times earlier than
+that vCPU's own instruction count says. QEMU's own clock runs at emulation speed and is not
+used.
 """
 from __future__ import annotations
 
@@ -43,7 +51,6 @@ import pandas as pd
 from pysched.superfunctions.functype import Category
 from pysched.trace.schema import WAKE_DONE
 
-from pysched.constants import CLOCK_HZ, IPC
 
 #: Item kinds.
 THREAD_ITEM, ASYNC_ITEM = 0, 1
@@ -234,7 +241,10 @@ def build_workload(seg, trace=None, wakeups: pd.DataFrame | None = None,
         ic, tm = switches[v]
         r = np.searchsorted(ic, p_start[m], side="right")
         p_run[m] = r
-        p_time[m] = np.where(r > 0, tm[np.maximum(r - 1, 0)], -1)
+        if len(tm):  # a vCPU without switches has one run, started before the trace
+            p_time[m] = np.where(r > 0, tm[np.maximum(r - 1, 0)], -1)
+        else:
+            p_time[m] = -1
 
     is_async = np.isin(cat[p_inst], _ASYNC)
     # Interrupts seen so far on each piece's vCPU: a thread item never spans one, so that
@@ -248,7 +258,14 @@ def build_workload(seg, trace=None, wakeups: pd.DataFrame | None = None,
     item_runs: list[list[tuple[int, int, int]]] = []
     task_lists: dict[int, list[int]] = {}
     item_switch: dict[int, tuple[int, int, int, int]] = {}  # item -> (vcpu, run, prev v, prev run)
-    clock = CLOCK_HZ * IPC
+    clock = seg.clock
+    # Each instance's start in machine time (an interrupt's arrival).
+    i_vcpu = inst["start_vcpu"].to_numpy().astype(np.int64)
+    i_start = inst["start_icount"].to_numpy().astype(np.int64)
+    inst_time = np.zeros(len(inst), dtype=np.float64)
+    for v in vcpus:
+        m = i_vcpu == v
+        inst_time[m] = clock.seconds(v, i_start[m])
 
     # Thread items: each thread's pieces in run order ((start time, vCPU) of the run, as the
     # segmentation walks them), cut where the instance or the run changes.
@@ -304,7 +321,7 @@ def build_workload(seg, trace=None, wakeups: pd.DataFrame | None = None,
             items.append((ASYNC_ITEM, -1, i, RESUME, 0.0, v))
         else:
             inst_item[i] = it
-            arrival = int(inst.at[i, "start_icount"]) / clock
+            arrival = float(inst_time[i])
             items.append((ASYNC_ITEM, -1, i, START, arrival, v))
         inst_last[i] = (it, v, r)
         item_runs.append([run])
@@ -356,7 +373,7 @@ def build_workload(seg, trace=None, wakeups: pd.DataFrame | None = None,
         dependencies = "traced-time"
         for it, (v, r, _, _) in item_switch.items():
             if r > 0:
-                release[it] = switches[v][0][r - 1] / clock
+                release[it] = float(clock.seconds(v, switches[v][0][r - 1]))
     ntask = int(tid.max()) + 1 if len(tid) else 0
     task_ptr = np.zeros(ntask + 1, dtype=np.int64)
     counts = np.zeros(ntask, dtype=np.int64)

@@ -25,6 +25,7 @@ import pandas as pd
 
 from pysched.constants import CLOCK_HZ, DEFAULT_EPOCH, EPOCH_SECONDS, IPC  # noqa: F401
 from pysched.trace import Part, Trace, TraceError, open_trace
+from pysched.trace.clock import TraceClock, trace_clock
 from pysched.trace.execstream import truncations
 
 from . import segment_kernel as K
@@ -43,8 +44,9 @@ from .functype import (
 from .symbols import KernelSymbols, trace_symbols
 
 # Default epoch (pysched.constants): 3 ms (the paper's, section 4.4) at 2 GHz and an IPC of
-# 1.0, i.e. 6 million instructions of each vCPU. Epoch k of a vCPU is its instructions
-# [k * len, (k + 1) * len).
+# 1.0, i.e. 6 million instructions of each vCPU. Epochs are counted in machine-wide
+# instructions (pysched.trace.clock): epoch k is the machine's instructions
+# [k * E, (k + 1) * E), E = len * nvcpus, each vCPU's share placed by the trace's clock.
 
 MAX_DEPTH = 64
 _INF = 1 << 62
@@ -60,7 +62,8 @@ class Segmentation:
     path : str
         The trace directory.
     epoch_len : int
-        Instructions per vCPU per epoch.
+        Instructions per vCPU per epoch: an epoch is ``epoch_len * nvcpus`` instructions of
+        the whole machine (:mod:`pysched.trace.clock`).
     instances : pandas.DataFrame
         One row per instance, ``id`` = row index: ``type`` (uint64 superFuncType),
         ``category`` (:class:`Category`), ``parent`` (instance id, -1 at a thread's bottom),
@@ -98,6 +101,11 @@ class Segmentation:
         Softirq action address -> name, as found in ``System.map``.
     thread_keys : numpy.ndarray of uint64
         Thread key of each ``thread_id`` (placeholders: 0).
+    clock : TraceClock
+        The trace's machine-wide instruction clock.
+    epoch_bounds : dict of int to numpy.ndarray
+        Per vCPU, the icount at which each epoch after the first begins
+        (:meth:`TraceClock.epoch_bounds`).
     """
 
     path: str
@@ -111,6 +119,8 @@ class Segmentation:
     unknown_frame_insns: int
     actions: dict[int, str]
     thread_keys: np.ndarray = field(repr=False)
+    clock: TraceClock = field(repr=False)
+    epoch_bounds: dict[int, np.ndarray] = field(repr=False)
 
     @property
     def total_insns(self) -> int:
@@ -118,9 +128,15 @@ class Segmentation:
 
     @property
     def nepochs(self) -> int:
-        """Epochs of the longest vCPU (the last one may be partial)."""
-        longest = max(self.vcpu_insns.values(), default=0)
-        return -(-longest // self.epoch_len)
+        """Epochs of the trace (the last one may be partial)."""
+        if not self.total_insns:
+            return 0
+        return len(next(iter(self.epoch_bounds.values()), ())) + 1
+
+    @property
+    def complete_epochs(self) -> int:
+        """Epochs whose whole work the trace holds (:meth:`TraceClock.complete_epochs`)."""
+        return self.clock.complete_epochs(self.epoch_len)
 
     def label(self, functype: int) -> str:
         """Human label of a superFuncType of this trace."""
@@ -234,7 +250,8 @@ def segment(trace: Trace | str | Path, epoch_len: int = DEFAULT_EPOCH,
     ----------
     trace : Trace or path
     epoch_len : int
-        Instructions per vCPU per epoch for the heat (default :data:`DEFAULT_EPOCH`).
+        Instructions per vCPU per epoch for the heat (default :data:`DEFAULT_EPOCH`); an
+        epoch is ``epoch_len * nvcpus`` machine-wide instructions (:mod:`pysched.trace.clock`).
     system_map : path, optional
         The guest kernel's ``System.map`` (default: found by
         :func:`pysched.superfunctions.symbols.find_system_map`).
@@ -270,18 +287,17 @@ def segment(trace: Trace | str | Path, epoch_len: int = DEFAULT_EPOCH,
     # grouped into a type at the end.
     bh_base = len(ev.syscall_nrs) + len(ev.vectors)
     nstatic = bh_base + len(cm.actions)
-    max_rows = max((trace.num_rows("exec", v) for v in order), default=0)
     max_block = int(cm.blk_n.max()) if len(cm.blk_n) else 1
-    epochs_bound = max_rows * max_block // epoch_len + 1
-    if epochs_bound >= 1 << K.EPOCH_BITS:
-        raise ValueError(f"{trace.path}: epoch_len {epoch_len} gives up to {epochs_bound} epochs "
-                         f"per vCPU; at most {(1 << K.EPOCH_BITS) - 1} are supported, use "
-                         "longer epochs")
+    clock = trace_clock(trace)
+    bounds = clock.epoch_bounds(epoch_len)
+    nepochs = len(bounds[order[0]]) + 1 if order else 0
+    if nepochs >= 1 << K.EPOCH_BITS:
+        raise ValueError(f"{trace.path}: epoch_len {epoch_len} gives {nepochs} epochs; at most "
+                         f"{(1 << K.EPOCH_BITS) - 1} are supported, use longer epochs")
     if len(cm.pfns) >= 1 << K.PAGE_BITS or nstatic >= K.MAX_SLOTS:
         raise TraceError(f"{trace.path}: {len(cm.pfns)} distinct code frames and {nstatic} "
                          "system call/vector/action types exceed the heat key fields")
     params = np.zeros(K.NPR, dtype=np.int64)
-    params[K.PR_EPOCH] = epoch_len
     params[K.PR_NSTATIC] = nstatic
     params[K.PR_BHBASE] = bh_base
     params[K.PR_MARGIN] = max_block + 64
@@ -295,10 +311,10 @@ def segment(trace: Trace | str | Path, epoch_len: int = DEFAULT_EPOCH,
         st.vs[n, K.V_VCPU] = v
         st.th[ev.first_thread[v], K.T_RUNNING] = v
     with ThreadPoolExecutor(max_workers=1) as pool:
-        _walk(trace, st, ev, cm, order, [_Reader(trace, v, cm, pool) for v in order])
+        _walk(trace, st, ev, cm, order, [_Reader(trace, v, cm, pool) for v in order], bounds)
     for n in range(nv):
         K._finish(n, st.vs, st.pcs, st.inst)
-    return _assemble(trace, epoch_len, st, ev, cm, order)
+    return _assemble(trace, epoch_len, st, ev, cm, order, clock, bounds)
 
 
 def _event_columns(e: VcpuEvents) -> np.ndarray:
@@ -313,7 +329,7 @@ def _event_columns(e: VcpuEvents) -> np.ndarray:
 
 
 def _walk(trace: Trace, st: _State, ev: TraceEvents, cm: CodeMap, order: list[int],
-          readers: list[_Reader]) -> None:
+          readers: list[_Reader], bounds: dict[int, np.ndarray]) -> None:
     """Run every vCPU through the kernel, run by run in switch order (module docstring)."""
     code = (cm.table, cm.ins_flags, cm.ins_action, cm.ins_page)
     trunc = [np.column_stack(truncations(trace, v)).astype(np.int64).reshape(-1, 2)
@@ -324,7 +340,7 @@ def _walk(trace: Trace, st: _State, ev: TraceEvents, cm: CodeMap, order: list[in
         e = ev.vcpus[v]
         while True:
             status = K._advance(n, stop_ev, stop_ic, rd.ids, rd.row0, code, trunc[n], evs[n],
-                                st.arrays())
+                                st.arrays(), bounds[v])
             if status == K.DONE:
                 break
             if status == K.NEED_SPACE:
@@ -409,7 +425,8 @@ def _programs(gkeys: list[tuple], gpages: list[np.ndarray],
 
 
 def _assemble(trace: Trace, epoch_len: int, st: _State, ev: TraceEvents, cm: CodeMap,
-              order: list[int]) -> Segmentation:
+              order: list[int], clock: TraceClock,
+              bounds: dict[int, np.ndarray]) -> Segmentation:
     """Turn the kernel's arrays into :class:`Segmentation` (categories and types included)."""
     inst = st.inst[:int(st.cnt[K.C_NINST])]
     cat = _categories(inst)
@@ -429,7 +446,7 @@ def _assemble(trace: Trace, epoch_len: int, st: _State, ev: TraceEvents, cm: Cod
     vcpu_insns = {v: int(st.vs[n, K.V_IC]) for n, v in enumerate(order)}
     return Segmentation(str(trace.path), epoch_len, instances, pieces, heat,
                         _types_frame(instances, names), _warnings(st, ev), vcpu_insns,
-                        int(st.cnt[K.C_UNKPAGE]), names, tkeys)
+                        int(st.cnt[K.C_UNKPAGE]), names, tkeys, clock, bounds)
 
 
 def _categories(inst: np.ndarray) -> np.ndarray:

@@ -94,8 +94,10 @@ C_NINST, C_NPIECE, C_NDYN, C_NHEAT, C_ERR, C_ERR_IC, C_ERR_EV, C_UNKPAGE, C_ERR_
 NC = 9
 
 # Parameters.
-PR_EPOCH, PR_NSTATIC, PR_BHBASE, PR_MARGIN, PR_PLACEHOLDER = range(5)
-NPR = 5
+PR_NSTATIC, PR_BHBASE, PR_MARGIN, PR_PLACEHOLDER = range(4)
+NPR = 4
+#: Epoch end after a vCPU's last epoch bound: no more epochs.
+_NO_BOUND = 1 << 62
 
 # Warnings (rows of the warning array): count, vcpu, icount, event index of the first.
 W_THREAD_MISMATCH, W_PREV_MISMATCH, W_RUNNING_ELSEWHERE, W_SYSRET_UNSEEN, W_INTRET_UNSEEN, \
@@ -564,14 +566,17 @@ def _run_mixed(n, b, ic, row, off, take, epoch, table, ins_flags, ins_action, in
 
 
 @numba.njit(cache=True, nogil=True)
-def _advance(n, stop_ev, stop_ic, chunk_blocks, chunk_row0, code, trunc, evs, state):
+def _advance(n, stop_ev, stop_ic, chunk_blocks, chunk_row0, code, trunc, evs, state, bounds):
     """Run vCPU slot ``n`` through its events ``< stop_ev`` and instructions ``< stop_ic``.
 
     ``chunk_blocks`` are the block ids of exec rows ``chunk_row0...``; ``code`` is
     ``(table, ins_flags, ins_action, ins_page)`` of the :class:`CodeMap` (``table[id]`` is the
     block's row, ``B_N`` -1: missing or malformed); ``trunc`` the vCPU's truncated exec rows
     (``TR_*`` columns); ``evs`` its events (``E_*`` columns); ``state`` the arrays ``(vs, th,
-    tstack, inst, pcs, hkeys, hcache, cnt, params, warn, asp)``.
+    tstack, inst, pcs, hkeys, hcache, cnt, params, warn, asp)``; ``bounds`` (sorted int64) the
+    icounts at which this vCPU's epochs after the first begin
+    (:meth:`pysched.trace.clock.TraceClock.epoch_bounds`): instruction ``ic`` is in epoch
+    ``searchsorted(bounds, ic, "right")``.
 
     Returns ``DONE``, ``NEED_CHUNK`` (exec rows past ``chunk_row0 + len(chunk_blocks)`` needed),
     ``NEED_SPACE`` (grow ``inst``, ``pcs`` or ``hkeys`` and call again) or a negative error
@@ -583,7 +588,7 @@ def _advance(n, stop_ev, stop_ic, chunk_blocks, chunk_row0, code, trunc, evs, st
     """
     table, ins_flags, ins_action, ins_page = code
     vs, th, tstack, inst, pcs, hkeys, hcache, cnt, params, warn, asp = state
-    epoch_len = params[PR_EPOCH]
+    nbounds = bounds.shape[0]
     depth = tstack.shape[1]
     nrows = chunk_blocks.shape[0]
     ntable = table.shape[0]
@@ -595,8 +600,8 @@ def _advance(n, stop_ev, stop_ic, chunk_blocks, chunk_row0, code, trunc, evs, st
     row = vs[n, V_ROW]
     off = vs[n, V_OFF]
     tr = vs[n, V_TR]
-    epoch = ic // epoch_len
-    epoch_end = (epoch + 1) * epoch_len
+    epoch = np.searchsorted(bounds, ic, side="right")
+    epoch_end = bounds[epoch] if epoch < nbounds else _NO_BOUND
     k = vs[n, V_EV]
     target = _target(evs, k, stop_ev, stop_ic)
     status = ERR_BEHIND if target < ic else DONE
@@ -640,10 +645,10 @@ def _advance(n, stop_ev, stop_ic, chunk_blocks, chunk_row0, code, trunc, evs, st
             row += 1
             off = 0
             continue
-        if ic >= epoch_end:
-            # Division is slow; epochs change rarely.
-            epoch = ic // epoch_len
-            epoch_end = (epoch + 1) * epoch_len
+        while ic >= epoch_end:
+            # Epochs change rarely; a vCPU idle through some has equal bounds.
+            epoch += 1
+            epoch_end = bounds[epoch] if epoch < nbounds else _NO_BOUND
         take = min(size - off, target - ic, epoch_end - ic)
         bf = table[b, B_FLAGS]
         if bf == F_MIXED:

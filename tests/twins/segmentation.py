@@ -24,6 +24,7 @@ from pysched.superfunctions import (
 )
 from pysched.superfunctions.symbols import TASK_DEAD_FUNCTIONS
 from pysched.trace import expand, open_trace
+from pysched.trace.clock import trace_clock
 
 SYS, INT, BH, APP, KTH, UNK = (int(c) for c in (Category.SYSCALL, Category.INTERRUPT,
                                                  Category.BOTTOM_HALF, Category.APPLICATION,
@@ -36,7 +37,9 @@ class Twin:
 
     def __init__(self, root: Path, epoch_len: int) -> None:
         self.trace = open_trace(root)
-        self.L = epoch_len
+        # Epoch bounds of each vCPU from the trace's clock (tested on its own in
+        # tests/test_epochs.py): the twin checks that the kernel applies them.
+        self.bounds = trace_clock(self.trace).epoch_bounds(epoch_len)
         lines = [ln.split() for ln in (root / "System.map").read_text().splitlines()]
         syms = sorted((int(a, 16), n) for a, t, n in lines if t in "tTwW")
         self.sym_addr = [a for a, _ in syms]
@@ -137,7 +140,7 @@ class Twin:
         top = st[-1]
         self.label[v][ic] = (top, sched)
         if not sched and paddr != 2**64 - 1:
-            self.heat.add((ic // self.L, top, paddr >> 12))
+            self.heat.add((bisect.bisect_right(self.bounds[v], ic), top, paddr >> 12))
 
     def event(self, v: int, e: dict) -> None:
         t = self.cur[v]
