@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pysched.capture.guest import GuestNotBuiltError, locate_guest
+from guest_capture import capture
+from pysched.capture.guest import locate_guest
 from pysched.capture.qemu import default_plugin_path
 from pysched.trace import open_trace
 
@@ -31,16 +32,8 @@ CMD = "cp /bin/spin /tmp/spin2; roi mark 5; /tmp/spin2 3"
 
 @pytest.fixture(scope="module")
 def highmem(tmp_path_factory) -> Path:
-    try:
-        locate_guest()
-    except GuestNotBuiltError as e:
-        pytest.skip(str(e))
-    out = tmp_path_factory.mktemp("highmem") / "t"
-    r = subprocess.run([sys.executable, "-m", "pysched.cli", "trace", "--guest", "busybox",
-                        "--cmd", CMD, "--out", str(out), "--vcpus", "2", "--ram", "8G",
-                        "--data-accesses"], capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
-    return out
+    return capture(tmp_path_factory, "highmem", locate_guest, "--guest", "busybox", "--cmd",
+                   CMD, "--vcpus", "2", "--ram", "8G", "--data-accesses")
 
 
 def test_check_passes(highmem: Path) -> None:

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pysched.capture.guest import GuestNotBuiltError, locate_debian_guest
+from guest_capture import capture
+from pysched.capture.guest import locate_debian_guest
 from pysched.capture.qemu import default_plugin_path
 from pysched.trace import expand, open_trace
 from pysched.trace.schema import KIND_ENTRY, KIND_RETURN, MARKER_MARK
@@ -43,14 +44,8 @@ def pysched(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory) -> Path:
-    try:
-        locate_debian_guest()
-    except GuestNotBuiltError as e:
-        pytest.skip(str(e))
-    out = tmp_path_factory.mktemp("userpcs") / "t"
-    r = pysched("trace", "--cmd", CMD, "--out", str(out), "--vcpus", "2")
-    assert r.returncode == 0, r.stderr
-    return out
+    return capture(tmp_path_factory, "userpcs", locate_debian_guest, "--cmd", CMD,
+                   "--vcpus", "2", timeout=300)
 
 
 def code_ranges(console: str, name: str, after: str) -> list[tuple[int, int]]:
