@@ -98,8 +98,8 @@ data-seeds: plugin guest
 # trace, with the paper's figures beside ours (results/summary.md); then a short evaluation of
 # SchedTask and its baselines against linux on the same traces, 8 cores at the paper's 2X (two
 # traced vCPUs' work per core: 8 copies of each 2-vCPU trace), each run a window of its first
-# 10 epochs (results/sandbox/summary.md, beside the paper's section 6).
-RUN_EVAL_ARGS ?= --cores 8 --load 2 --epochs 10
+# 5 epochs (results/sandbox/summary.md, beside the paper's section 6).
+RUN_EVAL_ARGS ?= --cores 8 --load 2 --epochs 5
 run: plugin guest
 	rm -rf $(RUN_OUT)
 	$(PYSCHED) analyse --data data --out $(RUN_OUT)
