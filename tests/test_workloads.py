@@ -64,7 +64,7 @@ def test_every_workload_has_its_script_and_documents_its_parameters() -> None:
         assert ". /run/pysched/lib.sh" in script.read_text()
         text = _with_lib_functions(script.read_text())
         # The script (itself or through the shared functions) brackets its steady state.
-        assert "roi_start" in text and "roi_wait" in text and "roi_stop" in text
+        assert "roi_region" in text
         used = set(re.findall(r"\$\{?P_([A-Z0-9_]+)", text))
         declared = {k.upper() for k in w.params}
         # Host-side parameters (ab's, the client's) need not appear in the script, but every
@@ -112,12 +112,13 @@ def test_lib_region_over_background_copies(tmp_path: Path, shell: list[str]) -> 
     out = r.stdout.splitlines()
     pids = out[0].split(":")[1].split()
     assert len(pids) == 3
-    # The region: raised priority, begin, the wait on every copy, end; then the copies are
-    # stopped. The /proc snapshots are read outside it and printed after it.
+    # The region: raised priority, then roi-wait opens the region, waits on every copy and
+    # closes it; then the copies are stopped. The /proc snapshots are read outside it and
+    # printed after it.
     calls = (tmp_path / "calls").read_text().splitlines()
     if shell[0] == "dash":  # busybox sh runs its own renice applet, not the stub
         assert calls.pop(0).startswith("renice -n -15 -p ")
-    assert calls == ["roi begin", f"roi-wait -t 3 {' '.join(pids)}", "roi end"]
+    assert calls == [f"roi-wait -t 3 -r {' '.join(pids)}"]
     heads = [ln for ln in out if ln.startswith("=== ")]
     assert heads == [f"=== {f} {w} ===" for w in ("before", "after")
                      for f in ("/proc/interrupts", "/proc/stat")]
@@ -136,7 +137,7 @@ def test_lib_work_that_ends_early_fails_the_workload(tmp_path: Path, shell: list
     r = _run_lib(tmp_path, shell, "short() { echo 'short work gave up'; exit 3; }\n"
                  "start_copies 1 short; sleep 0.5; roi_over_work $pids; echo not-reached\n")
     assert r.returncode == 1
-    assert (tmp_path / "calls").read_text().splitlines()[-1] == "roi end"
+    assert (tmp_path / "calls").read_text().splitlines()[-1].startswith("roi-wait -t 3 -r ")
     assert "not-reached" not in r.stdout
     assert "short work gave up" in r.stdout
     assert "ended before the region did" in r.stdout
@@ -542,6 +543,27 @@ def test_roi_wait_bounds(progs: Path) -> None:
     assert time.monotonic() - t0 < 10  # returned when the process ended, not after 30 s
     sleeper.wait()
     assert subprocess.run([progs / "roi-wait", "-t", "x"]).returncode == 2
+
+
+def test_roi_wait_runs_a_command_inside_its_region(progs: Path, tmp_path: Path) -> None:
+    """-r -x: the command's status once the region closes; a command still running when the
+    bound ends the wait is stopped. (On the host the marker instruction is a no-op.)"""
+    status = tmp_path / "status"
+    r = subprocess.run([progs / "roi-wait", "-r", "-t", "inf", "-x", "-n", "3", "-s", status,
+                        "sh", "-c", "nice; exit 7"], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 0 and r.stdout.strip() == "3"  # the command's nice value
+    assert status.read_text() == "exit 7\n"
+    t0 = time.monotonic()
+    subprocess.run([progs / "roi-wait", "-r", "-t", "0.3", "-x", "-s", status, "sleep", "30"],
+                   check=True, timeout=20)
+    assert time.monotonic() - t0 < 10
+    assert status.read_text() == "stopped\n"
+    r = subprocess.run([progs / "roi-wait", "-r", "-x", "-s", status,
+                        tmp_path / "no-such-program"], capture_output=True, text=True)
+    assert "cannot run" in r.stderr and status.read_text() == "exit 127\n"
+    for bad in (["-x"], ["-s", status, "1"], ["-n", "3"]):
+        assert subprocess.run([progs / "roi-wait", *bad], capture_output=True).returncode == 2
 
 
 def test_net_client_against_netserver(progs: Path) -> None:

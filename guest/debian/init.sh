@@ -51,29 +51,23 @@ fi
 echo "=== PYSCHED BEGIN ==="
 case "$PYSCHED_MODE" in
 cmd)
-    roi_start
+    # roi-wait runs the command inside the region it opens (roi_region), at nice 0, while the
+    # harness runs raised. Without a bound (--roi-seconds, or the backstop of --roi-insns) the
+    # region lasts as long as the command; with one, the host may end the region first.
+    status=/run/pysched/cmd.status
+    roi_raise_priority
     # stdin from /dev/null: nothing ever types on the console, so a read would hang the run.
-    if [ -z "$PYSCHED_ROI_INSNS" ]; then
-        sh /run/pysched/cmd.sh </dev/null 2>&1
-        rc=$?
-        roi_stop
-    else
-        # --roi-insns: the host may end the region before the command ends.
-        sh /run/pysched/cmd.sh </dev/null 2>&1 &
-        cmd=$!
-        roi_raise_priority
-        roi-wait -t "$PYSCHED_ROI_SECONDS" -c "$PYSCHED_CONTROL" "$cmd"
-        if kill -0 "$cmd" 2>/dev/null; then
-            roi_stop
-            kill "$cmd"
-            echo "pysched: the command was stopped when the region ended (the instruction bound, or the time backstop)"
-            rc=0
-        else
-            wait "$cmd"
-            rc=$?
-            roi_stop
-        fi
-    fi
+    roi_region -t "${PYSCHED_ROI_SECONDS:-inf}" -x -n 0 -s "$status" sh /run/pysched/cmd.sh \
+        </dev/null 2>&1
+    rc=$?
+    case "$(cat "$status" 2>/dev/null)" in
+    "exit "*) rc=$(sed 's/^exit //' "$status") ;;
+    "signal "*) rc=$((128 + $(sed 's/^signal //' "$status"))) ;;
+    stopped)
+        echo "pysched: the command was stopped when the region ended (the instruction bound, or the time backstop)"
+        rc=0 ;;
+    *) echo "pysched: roi-wait could not run the command (exit $rc)" ;;
+    esac
     ;;
 workload)
     script=/run/pysched/workloads/$PYSCHED_SCRIPT

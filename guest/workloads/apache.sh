@@ -14,7 +14,5 @@ served() {
     [ "$(wc -l < "$APACHE_LOG_DIR/access.log" 2>/dev/null || echo 0)" -ge 200 ]
 }
 wait_for 120 "the first 200 requests from ab" served
-roi_start
-roi_wait
-roi_stop
+roi_region
 echo "apache: $(wc -l < "$APACHE_LOG_DIR/access.log") requests served"

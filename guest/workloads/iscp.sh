@@ -12,7 +12,5 @@ started() {
     [ -f /srv/incoming/file ] && [ "$(stat -c %s /srv/incoming/file)" -ge 8388608 ]
 }
 wait_for 120 "the first 8 MB of the copy" started
-roi_start
-roi_wait
-roi_stop
+roi_region
 echo "iscp: $(stat -c %s /srv/incoming/file) bytes received"

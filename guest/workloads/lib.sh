@@ -3,7 +3,9 @@
 # The busybox test guest's /init (guest/init.sh) uses roi_start / roi_stop too; pysched trace
 # sends this file with every run (in the run's archive), so it needs no image rebuild.
 #
-# roi_start / roi_stop open and close the region of interest. The guest's /proc/interrupts and
+# roi_region (the workloads, the Debian guest's --cmd) has roi-wait open and close the region of
+# interest around its own wait, so that no harness process starts or exits inside it. roi_start /
+# roi_stop (the busybox test guest) open and close it with the roi program. The guest's /proc/interrupts and
 # /proc/stat are read just outside the region, into files on a RAM file system, and printed to
 # the console only after it has closed: the region holds neither the reading processes nor the
 # serial console's interrupts of printing them (about 2 kB per snapshot). The console lines are
@@ -54,6 +56,24 @@ proc_print() {
     cat "$PYSCHED_PROC_DIR/stat.$1"
 }
 
+# roi_region [ROI-WAIT ARGUMENTS...]: the region of interest is roi-wait's wait (roi-wait -r:
+# PIDs to watch, or -x and a command to run; see roi-wait.c), with the /proc snapshots just
+# outside it. Inside the region the harness is only the end of roi-wait's poll().
+roi_region() {
+    if [ "${PYSCHED_MODE:-}" != cmd ]; then
+        roi_raise_priority
+    fi
+    : > "$PYSCHED_ROI_FLAG"
+    proc_snapshot before
+    roi_wait -r "$@"
+    _roi_rc=$?
+    proc_snapshot after
+    rm -f "$PYSCHED_ROI_FLAG"
+    proc_print before
+    proc_print after
+    return $_roi_rc
+}
+
 roi_close_if_open() {
     if [ -e "$PYSCHED_ROI_FLAG" ]; then
         roi_stop
@@ -69,13 +89,11 @@ roi_wait() {
 }
 
 # roi_over_work PID...: the region of a workload whose work runs in the background as PID...:
-# let it reach its steady state, open the region, wait for the bound (or for a PID to exit),
-# close the region and stop the work.
+# let it reach its steady state, then the region (roi_region: until the bound, or until a PID
+# exits), then stop the work.
 roi_over_work() {
     warm_up
-    roi_start
-    roi_wait "$@"
-    roi_stop
+    roi_region "$@"
     stop_work "$@"
 }
 

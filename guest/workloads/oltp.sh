@@ -26,8 +26,6 @@ running() {
 }
 wait_for 300 "sysbench's threads to start" running
 warm_up
-roi_start
-roi_wait "$work" "$server"
-roi_stop
+roi_region "$work" "$server"
 stop_work "$work"
 tail -n 25 "$WORK_LOG"

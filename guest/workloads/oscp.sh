@@ -17,7 +17,5 @@ sending() {
 }
 wait_for 120 "the host's scp to connect" sending
 warm_up
-roi_start
-roi_wait
-roi_stop
+roi_region
 echo "oscp: done"

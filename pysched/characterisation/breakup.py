@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 
 import numpy as np
+import pandas as pd
 
 from pysched.superfunctions import PAPER_CATEGORIES, Category, Segmentation
 
@@ -73,22 +74,33 @@ class Breakup:
         return {k: (v / tot if tot else 0.0) for k, v in d.items()}
 
 
-def _piece_categories(seg: Segmentation) -> tuple[np.ndarray, np.ndarray]:
-    cat = seg.instances["category"].to_numpy(np.int64)[seg.pieces["instance"].to_numpy()]
-    return cat, seg.pieces["sched"].to_numpy(bool)
+def _pieces(seg: Segmentation, keep_harness: bool) -> tuple[pd.DataFrame, np.ndarray,
+                                                             np.ndarray]:
+    """The pieces counted (the capture harness's own left out unless ``keep_harness``: see
+    :mod:`pysched.superfunctions.harness`), their categories and scheduler flags."""
+    pieces = seg.pieces
+    inst = pieces["instance"].to_numpy()
+    if not keep_harness and "harness" in seg.instances:
+        keep = ~seg.instances["harness"].to_numpy(bool)[inst]
+        pieces, inst = pieces[keep], inst[keep]
+    cat = seg.instances["category"].to_numpy(np.int64)[inst]
+    return pieces, cat, pieces["sched"].to_numpy(bool)
 
 
-def instruction_breakup(seg: Segmentation) -> Breakup:
-    """Instructions per category in the whole trace (all vCPUs)."""
-    cat, sched = _piece_categories(seg)
-    n = (seg.pieces["stop"] - seg.pieces["start"]).to_numpy(np.int64)
+def instruction_breakup(seg: Segmentation, keep_harness: bool = False) -> Breakup:
+    """Instructions per category in the whole trace (all vCPUs); the capture harness's own
+    instructions only with ``keep_harness``."""
+    pieces, cat, sched = _pieces(seg, keep_harness)
+    n = (pieces["stop"] - pieces["start"]).to_numpy(np.int64)
     per = np.bincount(cat[~sched], weights=n[~sched], minlength=len(Category)).astype(np.int64)
     return Breakup(*(int(per[c]) for c in _FIELDS), scheduler=int(n[sched].sum()))
 
 
-def epoch_breakups(seg: Segmentation, epoch_len: int | None = None) -> list[Breakup]:
-    """:class:`Breakup` of each epoch (all vCPUs' instructions of that epoch)."""
-    cat, sched = _piece_categories(seg)
+def epoch_breakups(seg: Segmentation, epoch_len: int | None = None,
+                   keep_harness: bool = False) -> list[Breakup]:
+    """:class:`Breakup` of each epoch (all vCPUs' instructions of that epoch; the capture
+    harness's own only with ``keep_harness``)."""
+    pieces, cat, sched = _pieces(seg, keep_harness)
     col = np.where(sched, len(Category), cat)
-    counts = segmentation_epoch_counts(seg, seg.pieces, col, len(Category) + 1, epoch_len)
+    counts = segmentation_epoch_counts(seg, pieces, col, len(Category) + 1, epoch_len)
     return [Breakup(*(int(row[c]) for c in _FIELDS), scheduler=int(row[-1])) for row in counts]

@@ -31,6 +31,7 @@ from pysched.trace.execstream import truncations
 from . import segment_kernel as K
 from .codemap import CodeMap, trace_codemap
 from .events import EV_SWITCH, TraceEvents, VcpuEvents, load_events
+from .harness import harness_mask, harness_threads
 from .functype import (
     UNKNOWN_TYPE,
     Category,
@@ -76,7 +77,8 @@ class Segmentation:
         ``cr3`` (application: its address space) and ``generation`` (which use of that ``cr3``:
         page-table roots are reused once a process is gone), ``resolved`` (category learned
         from a return whose entry the trace does not have), ``popped`` (closed by a return
-        that did not match it).
+        that did not match it), ``harness`` (the capture harness's own work, which analysis
+        leaves out by default: :mod:`pysched.superfunctions.harness`).
     pieces : pandas.DataFrame
         Maximal runs of one instance on one vCPU: ``instance``, ``vcpu``, ``start``, ``stop``
         (instruction counters, ``stop`` exclusive), ``row_start``, ``row_stop`` (exec rows that
@@ -314,7 +316,9 @@ def segment(trace: Trace | str | Path, epoch_len: int = DEFAULT_EPOCH,
         _walk(trace, st, ev, cm, order, [_Reader(trace, v, cm, pool) for v in order], bounds)
     for n in range(nv):
         K._finish(n, st.vs, st.pcs, st.inst)
-    return _assemble(trace, epoch_len, st, ev, cm, order, clock, bounds)
+    seg = _assemble(trace, epoch_len, st, ev, cm, order, clock, bounds)
+    seg.instances["harness"] = harness_mask(seg.instances, harness_threads(trace, clock), clock)
+    return seg
 
 
 def _event_columns(e: VcpuEvents) -> np.ndarray:
