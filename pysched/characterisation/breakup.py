@@ -76,14 +76,10 @@ class Breakup:
 
 def _pieces(seg: Segmentation, keep_harness: bool) -> tuple[pd.DataFrame, np.ndarray,
                                                              np.ndarray]:
-    """The pieces counted (the capture harness's own left out unless ``keep_harness``: see
-    :mod:`pysched.superfunctions.harness`), their categories and scheduler flags."""
-    pieces = seg.pieces
-    inst = pieces["instance"].to_numpy()
-    if not keep_harness and "harness" in seg.instances:
-        keep = ~seg.instances["harness"].to_numpy(bool)[inst]
-        pieces, inst = pieces[keep], inst[keep]
-    cat = seg.instances["category"].to_numpy(np.int64)[inst]
+    """The pieces counted (:meth:`Segmentation.counted_pieces`), their categories and
+    scheduler flags."""
+    pieces = seg.counted_pieces(keep_harness)
+    cat = seg.instances["category"].to_numpy(np.int64)[pieces["instance"].to_numpy()]
     return pieces, cat, pieces["sched"].to_numpy(bool)
 
 

@@ -52,7 +52,7 @@ def segmentation_epoch_counts(seg: Segmentation, pieces: pd.DataFrame, col: np.n
 
 
 def epoch_breakup(seg: Segmentation, epoch_len: int | None = None, by: str = "type",
-                  vcpus: list[int] | None = None) -> pd.DataFrame:
+                  vcpus: list[int] | None = None, keep_harness: bool = False) -> pd.DataFrame:
     """Instructions per epoch per superFuncType (or per category).
 
     Parameters
@@ -63,6 +63,8 @@ def epoch_breakup(seg: Segmentation, epoch_len: int | None = None, by: str = "ty
     by : {"type", "category"}
     vcpus : list of int, optional
         Only these vCPUs' instructions (default: all); the epochs stay the machine's.
+    keep_harness : bool
+        Count the capture harness's own instructions too (:meth:`Segmentation.counted_pieces`).
 
     Returns
     -------
@@ -74,7 +76,8 @@ def epoch_breakup(seg: Segmentation, epoch_len: int | None = None, by: str = "ty
     if by not in ("type", "category"):
         raise ValueError(f"by must be 'type' or 'category', got {by!r}")
     L = seg.epoch_len if epoch_len is None else int(epoch_len)
-    p = seg.pieces.loc[~seg.pieces["sched"]]
+    p = seg.counted_pieces(keep_harness)
+    p = p.loc[~p["sched"]]
     if vcpus is not None:
         p = p.loc[p["vcpu"].isin(vcpus)]
     key = seg.instances[by].to_numpy()[p["instance"].to_numpy()]

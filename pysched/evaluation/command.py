@@ -65,6 +65,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=None,
                    help="output directory, created when the evaluation is finished (it must "
                         "not exist or be empty)")
+    p.add_argument("--keep-harness", action="store_true",
+                   help="replay the capture harness's own work inside the region too (left "
+                        "out by default: pysched.superfunctions.harness)")
     p.add_argument("--allow-incomplete", action="store_true",
                    help="replay the complete prefix of an incomplete trace (a killed capture) "
                         "instead of refusing it; the summary says so")
@@ -121,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
             for t, (trace, note) in zip(args.traces, checked):
                 if note:
                     print(f"pysched evaluate: {t}: {note}", file=sys.stderr)
-                prepared.append(prepare(t, progress=say, trace=trace, note=note))
+                prepared.append(prepare(t, progress=say, trace=trace, note=note,
+                                        keep_harness=args.keep_harness))
             epochs, runs = evaluate(prepared, policies, args.cores, args.load, base=base,
                                     config={"epoch_s": args.epoch_ms / 1e3,
                                             "max_epochs": args.epochs}, progress=say,

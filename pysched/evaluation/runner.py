@@ -44,12 +44,14 @@ class PreparedTrace:
 
 
 def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | None = None,
-            trace: Trace | None = None, note: str | None = None) -> PreparedTrace:
+            trace: Trace | None = None, note: str | None = None,
+            keep_harness: bool = False) -> PreparedTrace:
     """Segment ``path`` and build its workload, footprint and event table.
 
     ``trace`` is ``path`` already opened (e.g. by :func:`pysched.trace.preflight`, or the view
     of an incomplete trace's prefix); ``note`` says what was used when it is not the whole
-    trace, and goes to the run records.
+    trace, and goes to the run records. The capture harness's own work is left out unless
+    ``keep_harness`` (:func:`pysched.sandbox.workload.build_workload`).
     """
     from pysched.superfunctions import segment
     from pysched.trace import open_trace
@@ -58,7 +60,7 @@ def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | 
     say(f"{path}: segmenting")
     seg = segment(trace)
     name = str((trace.manifest or {}).get("workload") or Path(path).name)
-    w = build_workload(seg, trace, name=name)
+    w = build_workload(seg, trace, name=name, keep_harness=keep_harness)
     say(f"{path}: {len(w)} items of {w.ntasks} threads ({w.dependencies}); reading accesses")
     fp = build_footprint(trace, w.vcpus, line=line)
     app = np.flatnonzero(w.type_category == int(Category.APPLICATION))
@@ -66,7 +68,7 @@ def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | 
     return PreparedTrace(Path(path).name, str(path), w, fp, event_items(w, name), app,
                          w.total_insns, {"workload": name, "dependencies": w.dependencies,
                                            "last_irq_s": last_interrupt_s(trace),
-                                           "note": note})
+                                           "note": note, "keep_harness": keep_harness})
 
 
 def machine(cores: int, base: MachineConfig | None = None) -> MachineConfig:

@@ -39,12 +39,16 @@ class AnalysisOptions:
         overlap matrix per epoch.
     warmup : int
         Epochs of start-up left out of the steady-state similarity figures.
+    keep_harness : bool
+        Count the capture harness's own work inside the region (left out by default:
+        :mod:`pysched.superfunctions.harness`).
     """
 
     epoch_len: int = DEFAULT_EPOCH
     bloom_bits: int = 512
     tau_epochs: int = 60
     warmup: int = 5
+    keep_harness: bool = False
 
     def __post_init__(self) -> None:
         for name in ("epoch_len", "bloom_bits", "tau_epochs"):
@@ -121,6 +125,10 @@ class TraceAnalysis:
             "full_epochs": int(len(self.epochs)),
             "instances": int(len(self.seg.instances)),
             "superfunctypes": int(len(self.seg.types)),
+            # The capture harness's own work inside the region (pysched.superfunctions.harness)
+            "harness_insns": int(self.seg.instances.loc[self.seg.instances["harness"],
+                                                        "insns"].sum()),
+            "harness_counted": bool(opts.keep_harness),
             "breakup": self.breakup.fractions(),
             "breakup_paper_categories": self.breakup.paper_fractions(),
             "scheduler_share": (self.breakup.scheduler / (self.breakup.total
@@ -198,8 +206,8 @@ def analyse_trace(path: str | Path, opts: AnalysisOptions | None = None, *,
     seconds["segment"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    breakup = instruction_breakup(seg)
-    epochs = full_epochs(seg, epoch_breakup(seg))
+    breakup = instruction_breakup(seg, keep_harness=opts.keep_harness)
+    epochs = full_epochs(seg, epoch_breakup(seg, keep_harness=opts.keep_harness))
     similarity = consecutive_similarity(epochs)
     seconds["characterise"] = time.perf_counter() - t0
 

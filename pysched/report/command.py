@@ -75,12 +75,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="at most this many epochs enter the tau-b test (default 60)")
     p.add_argument("--warmup", type=_int_at_least(0), default=5,
                    help="epochs left out of the steady-state similarity figures (default 5)")
+    p.add_argument("--keep-harness", action="store_true",
+                   help="count the capture harness's own work inside the region (left out by "
+                        "default: pysched.superfunctions.harness)")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         opts = AnalysisOptions(epoch_len=args.epoch_insns, bloom_bits=args.bloom_bits,
-                               tau_epochs=args.tau_epochs, warmup=args.warmup)
+                               tau_epochs=args.tau_epochs, warmup=args.warmup,
+                               keep_harness=args.keep_harness)
     except ValueError as exc:
         print(f"pysched analyse: {exc}", file=sys.stderr)
         return 2

@@ -198,7 +198,7 @@ def _trace_wakeups(trace) -> pd.DataFrame | None:
 
 
 def build_workload(seg, trace=None, wakeups: pd.DataFrame | None = None,
-                   name: str = "") -> Workload:
+                   name: str = "", keep_harness: bool = False) -> Workload:
     """The :class:`Workload` of a segmented trace.
 
     Parameters
@@ -212,6 +212,10 @@ def build_workload(seg, trace=None, wakeups: pd.DataFrame | None = None,
         ``time_ns``, ``woken``).
     name : str
         Label of the workload (e.g. the trace directory's name).
+    keep_harness : bool
+        Replay the capture harness's own work too (``seg.instances["harness"]``,
+        :mod:`pysched.superfunctions.harness`); by default it is left out, like a thread
+        the workload does not have.
     """
     from pysched.trace import open_trace
     if trace is None:
@@ -220,7 +224,10 @@ def build_workload(seg, trace=None, wakeups: pd.DataFrame | None = None,
         wakeups = _trace_wakeups(trace)
     inst = seg.instances
     pcs = seg.pieces
-    pcs = pcs[~pcs["sched"].to_numpy()]
+    drop = pcs["sched"].to_numpy()
+    if not keep_harness and "harness" in inst:
+        drop = drop | inst["harness"].to_numpy(bool)[pcs["instance"].to_numpy()]
+    pcs = pcs[~drop]
     p_inst = pcs["instance"].to_numpy().astype(np.int64)
     p_vcpu = pcs["vcpu"].to_numpy().astype(np.int64)
     p_start = pcs["start"].to_numpy().astype(np.int64)

@@ -16,7 +16,9 @@ application code, system calls, synchronous exceptions (vectors 0-31) and instan
 category. Device interrupts and bottom halves that merely landed on it are the machine's work
 and stay. Approximations, written down here: the heat (:attr:`Segmentation.heat`) still holds
 the harness's code frames (the segmentation kernel records them before this module knows the
-harness; a few ``poll()`` return paths in a new trace); old traces' ``roi-wait`` and ``roi end``
+harness; a few ``poll()`` return paths in a new trace); the flag is per instance, so an
+instance that began as the harness's stays the harness's even when the segmentation closes it
+with a later task's return (after the key passed on); old traces' ``roi-wait`` and ``roi end``
 processes are other threads, which the trace cannot tell from the workload's own.
 """
 from __future__ import annotations

@@ -140,6 +140,15 @@ class Segmentation:
         """Epochs whose whole work the trace holds (:meth:`TraceClock.complete_epochs`)."""
         return self.clock.complete_epochs(self.epoch_len)
 
+    def counted_pieces(self, keep_harness: bool = False) -> pd.DataFrame:
+        """:attr:`pieces`, without the capture harness's own unless ``keep_harness``
+        (``instances["harness"]``, :mod:`pysched.superfunctions.harness`): what the
+        characterisation counts."""
+        if keep_harness or "harness" not in self.instances:
+            return self.pieces
+        harness = self.instances["harness"].to_numpy(bool)
+        return self.pieces.loc[~harness[self.pieces["instance"].to_numpy()]]
+
     def label(self, functype: int) -> str:
         """Human label of a superFuncType of this trace."""
         row = self.types.loc[self.types["type"] == np.uint64(functype)]
