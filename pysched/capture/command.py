@@ -567,6 +567,7 @@ def _run_claimed(plan: RunPlan, args: argparse.Namespace) -> int:
     """:func:`run` once the output directory is ours: boot, save, judge, write the manifest."""
     out = plan.out
     date = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    load_start = os.getloadavg()
     version = qm.qemu_version(plan.qemu)
     with rf.RunTmpDir() as tmp:
         boot = _prepare_boot(plan, args, tmp.path)
@@ -597,6 +598,7 @@ def _run_claimed(plan: RunPlan, args: argparse.Namespace) -> int:
         kernel_symbols=kernel_symbols, out_dir=out, compacted=compacted,
         incomplete=incomplete, outcome=outcome,
         kernel_append=plan.append, kernel_args=plan.kernel_args,
+        host=mf.host_load(load_start, os.getloadavg()),
     )
     mf.portable_plugin_info(out)
     # Last, and atomically: a trace directory with a manifest is a finished one.

@@ -155,6 +155,14 @@ def _plugin_icounts(out_dir: Path | None) -> dict[str, int] | None:
     return {str(v): int(n) for v, n in enumerate(counts)}
 
 
+def host_load(start: tuple[float, ...], end: tuple[float, ...]) -> dict[str, Any]:
+    """The host's CPUs and load averages (1, 5, 15 min) when the run began and ended. Without
+    ``-icount``, the guest's clock is the host's: on a loaded host each guest second holds
+    fewer instructions, so timer interrupts are a larger share of the trace."""
+    return {"cpus": os.cpu_count(), "loadavg_start": [round(x, 2) for x in start],
+            "loadavg_end": [round(x, 2) for x in end]}
+
+
 def build_manifest(
     *,
     command: str,
@@ -180,6 +188,7 @@ def build_manifest(
     monitor: Mapping[str, Any] | None = None,
     kernel_symbols: Mapping[str, str | None] | None = None,
     out_dir: Path | None = None,
+    host: Mapping[str, Any] | None = None,
     compacted: Mapping[str, Any] | None = None,
     inputs: Mapping[str, Any] | None = None,
     incomplete: str | None = None,
@@ -241,6 +250,8 @@ def build_manifest(
     compacted : mapping, optional
         :func:`pysched.capture.compact.compact_trace`'s summary when the exec parts were
         re-encoded.
+    host : mapping, optional
+        :func:`host_load` (``host``; empty when not given).
     inputs : mapping, optional
         :func:`input_files` (default: computed from ``guest`` and ``plugin``).
     incomplete : str, optional
@@ -307,6 +318,7 @@ def build_manifest(
         "shutdown_hung": result.shutdown_hung if result else False,
         "guest_exit_status": con.guest_exit_status(console_text),
         "wall_seconds": round(result.wall_seconds, 3) if result else None,
+        "host": dict(host or {}),
         "insns_per_vcpu": _plugin_icounts(out_dir),
         "interrupts": {
             "before": interrupts(sections["interrupts_before"]),
