@@ -146,6 +146,9 @@ notebook: setup
 # leaves out parts written when --load counted copies (no load_unit column): delete them.
 PAPER_OUT ?= results/paper
 PAPER_CORES ?= 8
+# More `pysched evaluate` options for every part, e.g. PAPER_ARGS="--epochs 5": a window of
+# each replay instead of the whole (the summary says so).
+PAPER_ARGS ?=
 PAPER_LOADS ?= 1,4,8
 PAPER_VARIANTS ?= schedtask:stealing=none,schedtask:stealing=same,\
 	schedtask:heatmap_bits=128,schedtask:heatmap_bits=256,schedtask:heatmap_bits=1024,\
@@ -156,7 +159,7 @@ evaluate-paper: $(PAPER_PARTS)
 	$(PY) -m pysched.evaluation.study $(PAPER_OUT)/parts/* --out $(PAPER_OUT)
 
 PAPER_EVAL = @mkdir -p $(PAPER_OUT)/logs && rm -rf $(@D) && \
-	$(PYSCHED) evaluate data/$* --cores $(PAPER_CORES) --out $(@D)
+	$(PYSCHED) evaluate data/$* --cores $(PAPER_CORES) $(PAPER_ARGS) --out $(@D)
 $(PAPER_OUT)/parts/%-2x/runs.csv:
 	$(PAPER_EVAL) --policies $(EVAL_POLICIES) --load 2 > $(PAPER_OUT)/logs/$*-2x.log 2>&1
 $(PAPER_OUT)/parts/%-variants/runs.csv:
