@@ -69,6 +69,17 @@ def load_label(load: int, load_unit: str) -> str:
     return f"{load} copies" if load_unit == LOAD_COPIES else f"load {load}X"
 
 
+def _switch_cost_line(runs: pd.DataFrame) -> str:
+    """Which switch-cost model the runs used (:mod:`pysched.sandbox.switch_cost`)."""
+    per = runs.drop_duplicates(["trace", "switch_cost"])
+    parts = [f"{x.trace} {x.switch_cost} ({int(x.switch_cost_cycles)} cycles per switch, "
+             + ("the cores' migration cycles" if x.os_migration_cost_cycles < 0
+                else f"{int(x.os_migration_cost_cycles)}") + " per move)"
+             for x in per.itertuples()]
+    return ("Switch cost (`--switch-cost`, `pysched.sandbox.switch_cost`): "
+            + "; ".join(parts) + ".")
+
+
 def summary_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
     """The summary: one table per (cores, load) with each policy's totals, and where the core
     time went per policy (:func:`core_time`)."""
@@ -84,6 +95,8 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
                      "per simulated core, replayed as ceil(k * cores / vCPUs) copies of the "
                      "trace (column `copies`; `pysched.evaluation.runner.copies_for`).")
         lines.append("")
+    if "switch_cost" in runs:
+        lines += [_switch_cost_line(runs), ""]
     for (cores, unit, load), g in r.groupby(["cores", "load_unit", "load"]):
         lines.append(f"## {cores} cores, {load_label(load, unit)}")
         lines.append("")
