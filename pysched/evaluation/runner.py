@@ -261,7 +261,7 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
     return pd.DataFrame(epochs), pd.DataFrame(runs)
 
 
-def _core_type(m: MachineConfig):
+def _core_type(m: MachineConfig) -> CoreConfig:
     """The one core type of ``m`` whose base CPI turns switch instructions into cycles."""
     cpis = {c.base_cpi for c in m.cores}
     if len(cpis) > 1:
