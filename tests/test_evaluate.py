@@ -123,8 +123,13 @@ def test_the_summary_says_where_the_core_time_went():
     assert t.loc[(2, "linux"), "migr_cycle_share"] == pytest.approx(0.01)
     part = summary_markdown(runs).split("## 8 cores, load 2X")[1]
     assert "Where the core time went (mean over 2 traces):" in part
-    assert "| linux | 10.0 | 1.00 | 0.05 | 90.0 | 80.0 |" in part
-    assert "| schedtask | 20.0 | 10.00 | 0.50 | 90.0 | 80.0 |" in part
+    assert st["switch_cycle_share"] == pytest.approx(0.1)  # 4e6 of 4e7 busy cycles
+    assert st["switch_per_minsn"] == pytest.approx(4.0)  # 4,000 per 1e9 instructions
+    assert "| linux | 10.0 | 5.00 | 2.00 | 1.00 | 0.05 | 90.0 | 80.0 |" in part
+    assert "| schedtask | 20.0 | 10.00 | 4.00 | 10.00 | 0.50 | 90.0 | 80.0 |" in part
+    # runs written before the switch columns existed
+    old = summary_markdown(runs.drop(columns=["switches", "switch_cycles"]))
+    assert "| linux | 10.0 | - | - | 1.00 | 0.05 | 90.0 | 80.0 |" in old
     # a load counted in copies is named so, and not set beside the paper's loads
     md = summary_markdown(runs.assign(load_unit="copies"))
     assert "## 8 cores, 2 copies" in md and "Beside the paper" not in md
@@ -145,6 +150,8 @@ def _runs(changes: dict[str, dict[str, float]], loads=(1, 2), cores: int = 8) ->
                              "events_per_s": 1000.0 * ratio, "throughput": 2e9 * ratio,
                              "instructions": 10**9, "migrations": 50 if pol == "linux" else 500,
                              "cycles": 4e7, "migration_cycles": 4e5 if pol == "linux" else 4e6,
+                             "switches": 2000 if pol == "linux" else 4000,
+                             "switch_cycles": 2e6 if pol == "linux" else 4e6,
                              "idle_fraction": 0.1, "icache_app": 0.9, "icache_os": 0.8,
                              "dcache_app": 0.95, "dcache_os": 0.9, "fairness": 0.9,
                              "irq_latency_mean_s": 1e-6, "elapsed_s": 0.01, "wall_s": 1.0,

@@ -19,7 +19,9 @@ def _fmt(x: float, pct: bool = False) -> str:
 
 
 #: The columns of :func:`core_time`, with their headings in the summary.
-CORE_TIME = {"idle": "idle % of core time", "migr_cycle_share": "migration cycles % of busy",
+CORE_TIME = {"idle": "idle % of core time", "switch_cycle_share": "switch cycles % of busy",
+             "switch_per_minsn": "switches per M insn",
+             "migr_cycle_share": "migration cycles % of busy",
              "migr_per_minsn": "migrations per M insn", "icache_app": "i$ app %",
              "icache_os": "i$ OS %"}
 
@@ -27,18 +29,24 @@ CORE_TIME = {"idle": "idle % of core time", "migr_cycle_share": "migration cycle
 def core_time(runs: pd.DataFrame) -> pd.DataFrame:
     """Where the core time went, per (cores, load unit, load, policy), means over the traces.
 
-    Columns: ``traces`` (how many), ``idle`` (idle share of the cores' time), ``migr_cycle_share``
-    (cycles charged for migrations over all busy cycles: base, stalls, switches and
-    migrations), ``migr_per_minsn`` (migrations per million instructions) and the i-cache hit
+    Columns: ``traces`` (how many), ``idle`` (idle share of the cores' time),
+    ``switch_cycle_share`` and ``migr_cycle_share`` (cycles charged for context switches and
+    for migrations over all busy cycles: base, stalls, switches and migrations),
+    ``switch_per_minsn`` and ``migr_per_minsn`` (switches and migrations per million
+    instructions; runs without switch columns, from before they existed, give NaN) and the
+    i-cache hit
     rates of application and OS code (``icache_app``, ``icache_os``), all from the run rows.
     The shares and rates are each run's, then averaged over the traces with equal weight.
     """
     keys = ["cores", "load_unit", "load", "policy"]
     nan = pd.Series(np.nan, index=runs.index)
+    minsn = runs["instructions"] / 1e6
     r = runs.assign(
         idle=runs["idle_fraction"],
+        switch_cycle_share=runs.get("switch_cycles", nan) / runs.get("cycles", nan),
+        switch_per_minsn=runs.get("switches", nan) / minsn,
         migr_cycle_share=runs.get("migration_cycles", nan) / runs.get("cycles", nan),
-        migr_per_minsn=runs["migrations"] / (runs["instructions"] / 1e6))
+        migr_per_minsn=runs["migrations"] / minsn)
     g = r.groupby(keys, sort=False)
     out = g[list(CORE_TIME)].mean()
     out.insert(0, "traces", g["trace"].nunique())
@@ -54,10 +62,14 @@ def _core_time_lines(g: pd.DataFrame) -> list[str]:
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for x in t.itertuples():
         lines.append("| " + " | ".join([
-            str(x.policy), _pct(x.idle), _pct(x.migr_cycle_share, 2),
-            "-" if not np.isfinite(x.migr_per_minsn) else f"{x.migr_per_minsn:.2f}",
+            str(x.policy), _pct(x.idle), _pct(x.switch_cycle_share, 2),
+            _per(x.switch_per_minsn), _pct(x.migr_cycle_share, 2), _per(x.migr_per_minsn),
             _pct(x.icache_app), _pct(x.icache_os)]) + " |")
     return lines + [""]
+
+
+def _per(x: float) -> str:
+    return "-" if not np.isfinite(x) else f"{x:.2f}"
 
 
 def _pct(x: float, digits: int = 1) -> str:
@@ -67,6 +79,17 @@ def _pct(x: float, digits: int = 1) -> str:
 def load_label(load: int, load_unit: str) -> str:
     """A load as the summary names it: ``load 2X`` (the paper's) or ``2 copies``."""
     return f"{load} copies" if load_unit == LOAD_COPIES else f"load {load}X"
+
+
+def _switch_cost_line(runs: pd.DataFrame) -> str:
+    """Which switch-cost model the runs used (:mod:`pysched.sandbox.switch_cost`)."""
+    per = runs.drop_duplicates(["trace", "switch_cost"])
+    parts = [f"{x.trace} {x.switch_cost} ({int(x.switch_cost_cycles)} cycles per switch, "
+             + ("the cores' migration cycles" if x.os_migration_cost_cycles < 0
+                else f"{int(x.os_migration_cost_cycles)}") + " per move)"
+             for x in per.itertuples()]
+    return ("Switch cost (`--switch-cost`, `pysched.sandbox.switch_cost`): "
+            + "; ".join(parts) + ".")
 
 
 def summary_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
@@ -84,6 +107,8 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
                      "per simulated core, replayed as ceil(k * cores / vCPUs) copies of the "
                      "trace (column `copies`; `pysched.evaluation.runner.copies_for`).")
         lines.append("")
+    if "switch_cost" in runs:
+        lines += [_switch_cost_line(runs), ""]
     for (cores, unit, load), g in r.groupby(["cores", "load_unit", "load"]):
         lines.append(f"## {cores} cores, {load_label(load, unit)}")
         lines.append("")

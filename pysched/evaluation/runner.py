@@ -25,6 +25,7 @@ from pysched.policies import get_policy
 from pysched.sandbox import SandboxConfig, build_footprint, build_workload, simulate
 from pysched.sandbox.app_events import EVENTS, event_items
 from pysched.sandbox.metrics import stats_row
+from pysched.sandbox.switch_cost import FLAT, SWITCH_COSTS, sandbox_costs, traced_switch
 from pysched.superfunctions.functype import Category
 from pysched.trace import Trace
 
@@ -65,10 +66,14 @@ def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | 
     fp = build_footprint(trace, w.vcpus, line=line)
     app = np.flatnonzero(w.type_category == int(Category.APPLICATION))
     from .paper import last_interrupt_s
+    # the trace's switch path per switch, for the 'traced' switch cost (None: no switches
+    # table, only the flat cost applies)
+    switch = traced_switch(seg, trace) if trace.parts("switches") else None
     return PreparedTrace(Path(path).name, str(path), w, fp, event_items(w, name), app,
                          w.total_insns, {"workload": name, "dependencies": w.dependencies,
                                            "last_irq_s": last_interrupt_s(trace),
-                                           "note": note, "keep_harness": keep_harness})
+                                           "note": note, "keep_harness": keep_harness,
+                                           "switch": switch})
 
 
 def machine(cores: int, base: MachineConfig | None = None) -> MachineConfig:
@@ -168,7 +173,7 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
              config: dict | None = None, load_unit: str = LOAD_MACHINE,
              progress: Callable[[str], None] | None = None,
              run_progress: Callable[[str, int, int], None] | None = None,
-             decisions: list[pd.DataFrame] | None = None
+             decisions: list[pd.DataFrame] | None = None, switch_cost: str = FLAT
              ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every (trace, policy, cores, load) point; returns (epochs, runs) frames.
 
@@ -179,7 +184,7 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
     ``load_unit`` and ``copies``.
 
     ``config`` holds extra :class:`SandboxConfig` fields (``epoch_s``, ``max_chunk``,
-    ``switch_cycles``, ``max_epochs``: a window; the run rows' ``complete`` is False when it
+    ``max_epochs``: a window; the run rows' ``complete`` is False when it
     left work undone). Each run row has the totals and ``wall_s``, the replay's wall time.
     ``progress`` gets a line per finished run; ``run_progress(label, done, total)`` is called
     at every epoch of a run with the items finished so far. ``decisions``, when given, gets
@@ -187,9 +192,24 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
     (:meth:`~pysched.policies.base.Policy.decisions`, e.g. SchedTask's allocation table per
     epoch), with the run's key columns (``trace``, ``workload``, ``policy``, ``cores``,
     ``load``, ``load_unit``, ``copies``) first.
+
+    ``switch_cost`` (:data:`~pysched.sandbox.switch_cost.SWITCH_COSTS`) sets what a context
+    switch and an OS move of a thread cost (:func:`~pysched.sandbox.switch_cost.sandbox_costs`:
+    ``flat`` 1,000 + 1,000 cycles, or ``traced``: each trace's own switch path); run rows
+    carry ``switch_cost``, ``switch_cost_cycles`` and ``os_migration_cost_cycles`` (-1: the
+    cores' ``migration_cycles``).
     """
     import time
     check_request(policies, cores, loads, load_unit)
+    if switch_cost not in SWITCH_COSTS:
+        raise ValueError(f"switch cost must be one of {', '.join(SWITCH_COSTS)}, got "
+                         f"{switch_cost!r}")
+    if config and ({"switch_cycles", "os_migration_cycles"} & set(config)):
+        raise ValueError("give the switch cost as switch_cost, not in config")
+    for t in traces:
+        if switch_cost != FLAT and t.meta.get("switch") is None:
+            raise ValueError(f"{t.path}: no switches table, so the traced switch cost is "
+                             f"unknown; use --switch-cost flat")
     avail = _available_bytes()
     for t in traces:
         for ncores in cores:
@@ -212,7 +232,8 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
                     # a policy that needs more cores (SelectiveOffload) gets them (Table 3),
                     # and the same work as the others: the copies of the requested cores
                     mp = m if pol.core_factor == 1 else machine(ncores * pol.core_factor, base)
-                    cfg = SandboxConfig(mp, load=n, **(config or {}))
+                    costs = sandbox_costs(switch_cost, _core_type(mp), t.meta.get("switch"))
+                    cfg = SandboxConfig(mp, load=n, **costs, **(config or {}))
                     t0 = time.perf_counter()
                     label = f"{t.name} {p} cores={ncores} load={k} copies={n}"
                     tick = None if run_progress is None else \
@@ -222,11 +243,15 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
                     key = {"trace": t.name, "workload": t.meta.get("workload", t.name),
                            "policy": p, "cores": ncores, "load": k, "load_unit": load_unit,
                            "copies": n}
+                    mig = costs["os_migration_cycles"]
+                    cost_cols = {"switch_cost": switch_cost,
+                                 "switch_cost_cycles": costs["switch_cycles"],
+                                 "os_migration_cost_cycles": -1 if mig is None else mig}
                     if decisions is not None and (rows := pol.decisions()):
                         decisions.append(pd.DataFrame([{**key, **d} for d in rows]))
                     for e, s in enumerate(res.epochs):
                         epochs.append({**key, "epoch": e, **stats_row(s, t.app_classes)})
-                    runs.append({**key, **stats_row(res.total, t.app_classes),
+                    runs.append({**key, **stats_row(res.total, t.app_classes), **cost_cols,
                                  "epochs": len(res.epochs), "has_events": t.events is not None,
                                  "forced_releases": res.forced_releases,
                                  "complete": res.complete,
@@ -237,6 +262,15 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
                     say(f"{label}: "
                         f"{res.total.instructions.sum() / wall / 1e6:.1f} M insn/s simulated")
     return pd.DataFrame(epochs), pd.DataFrame(runs)
+
+
+def _core_type(m: MachineConfig) -> CoreConfig:
+    """The one core type of ``m`` whose base CPI turns switch instructions into cycles."""
+    cpis = {c.base_cpi for c in m.cores}
+    if len(cpis) > 1:
+        raise ValueError(f"the traced switch cost needs cores of one base CPI, got "
+                         f"{sorted(cpis)}")
+    return m.cores[0]
 
 
 #: What makes two runs of one evaluation the same point but for the policy.

@@ -22,6 +22,13 @@ What is modelled, and where it comes from:
 
 Not modelled: task weights and nice levels, NUMA, the wake-affine heuristic's preference for
 the waker's core, and the cost of the balancing code itself.
+
+Approximation, measured: the pick runs at every SuperFunction boundary (the engine asks the
+policy whenever another thread waits on the core), where Linux does not schedule at a system
+call's entry or return, only at blocking, wake-up preemption and the tick. So this policy
+switches more often than the traced kernel: on data/dss, one copy on 2 cores, 5,501 switches
+against the trace's 392 (``as-traced`` replays 385); on data/iscp 342 against 544. Each pays
+the sandbox's switch cost (:mod:`pysched.sandbox.switch_cost`).
 """
 from __future__ import annotations
 

@@ -26,9 +26,12 @@ Rules (each an approximation of a real machine, written down here where it is ma
   instructions: the waker reaches it once its core has paid the switch or migration cost the
   waker's first chunk carries (immediately when there is none), not when its core picks it.
 * **Costs**: a thread starting on a core where another thread ran last pays
-  :attr:`SandboxConfig.switch_cycles`; a thread arriving from another core pays the core's
-  ``migration_cycles`` (1,000 by default, as seed 001 charges a switch) on top of the cold
-  caches it finds. Interrupt and bottom-half items switch no thread.
+  :attr:`SandboxConfig.switch_cycles`; a thread the OS moved from another core pays, on top
+  of that switch and the cold caches it finds, :attr:`SandboxConfig.os_migration_cycles`
+  (default: the core's ``migration_cycles``, 1,000, as seed 001 charges a switch). Interrupt
+  and bottom-half items switch no thread. :mod:`.switch_cost` gives the two models (``flat``:
+  seed 001's 1,000 cycles for both; ``traced``: the traced kernel's own switch path per
+  switch, and no extra charge for the move).
 * **Interrupts first**: when an interrupt or bottom half is queued on a core that runs a thread
   item, the thread is preempted at the end of the chunk (unless the policy sets
   ``preempt_for_interrupts = False``); its rest goes back to the queue.
@@ -93,7 +96,12 @@ class SandboxConfig:
     epoch_s : float
         Epoch length in simulated seconds (3 ms, section 4.4).
     switch_cycles : int
-        Cost of switching a core to another thread (1,000 cycles: seed 001's context switch).
+        Cost of switching a core to another thread (1,000 cycles: seed 001's context switch;
+        :func:`.switch_cost.sandbox_costs` gives the traced kernel's instead).
+    os_migration_cycles : int or None
+        Extra cost of a thread the OS (the policy's queues) moved to another core, beyond the
+        switch: None (default) charges the destination core's ``migration_cycles``. Hardware
+        moves (:meth:`SimView.migrate_running`) always charge ``migration_cycles``.
     max_chunk : int
         Most instructions run between two looks at the core's queue.
     max_epochs : int or None
@@ -107,6 +115,7 @@ class SandboxConfig:
     load: int = 1
     epoch_s: float = EPOCH_SECONDS
     switch_cycles: int = 1000
+    os_migration_cycles: int | None = None
     max_chunk: int = 20_000
     max_epochs: int | None = None
 
@@ -127,6 +136,11 @@ class SandboxConfig:
         if not isinstance(self.switch_cycles, int) or self.switch_cycles < 0:
             raise ValueError(f"switch_cycles must be a non-negative integer, got "
                              f"{self.switch_cycles!r}")
+        if self.os_migration_cycles is not None and (
+                not isinstance(self.os_migration_cycles, int)
+                or isinstance(self.os_migration_cycles, bool) or self.os_migration_cycles < 0):
+            raise ValueError(f"os_migration_cycles must be a non-negative integer or None, "
+                             f"got {self.os_migration_cycles!r}")
 
     @property
     def ncores(self) -> int:
@@ -298,6 +312,9 @@ class Engine:
         self.cpi = np.array([c.base_cpi for c in cores])
         self.stall = [stall_table(config.machine.hierarchy, c) for c in cores]
         self.mig_cycles = np.array([c.migration_cycles for c in cores], dtype=np.float64)
+        # an OS move's charge (dispatch); hardware moves (_run_moved) keep mig_cycles
+        self.os_mig_cycles = self.mig_cycles if config.os_migration_cycles is None else \
+            np.full(len(cores), float(config.os_migration_cycles))
         self.vidx = {v: k for k, v in enumerate(w.vcpus)}
         nv = max(1, len(w.vcpus))
         # Copy k of vCPU v is first mapped to core (k * vCPUs + v) mod cores.
@@ -649,8 +666,8 @@ class Engine:
             last = int(self.task_core[wk.task])
             if last >= 0 and last != c:
                 self.s_migs[c] += 1
-                self.s_mig[c] += self.mig_cycles[c]
-                extra += self.mig_cycles[c]
+                self.s_mig[c] += self.os_mig_cycles[c]
+                extra += self.os_mig_cycles[c]
             self.task_core[wk.task] = c
             self.core_slice[c] = self.now
         self.start_chunk(c, g, extra)  # wake-ups at offset 0 at its end (start_chunk)

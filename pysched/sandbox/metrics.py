@@ -128,6 +128,7 @@ def stats_row(s: SandboxStats, app_classes: np.ndarray) -> dict[str, float]:
         "migrations": int(s.migrations.sum()),
         "migration_cycles": float(s.migration_cycles.sum()),
         "switches": int(s.switches.sum()),
+        "switch_cycles": float(s.switch_cycles.sum()),
         "steals": int(s.steals.sum()),
         "wait_mean_s": s.wait_s / s.waits if s.waits else float("nan"),
         "irq_latency_mean_s": s.irq_latency_s / s.irqs if s.irqs else float("nan"),

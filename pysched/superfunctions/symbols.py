@@ -62,6 +62,49 @@ SCHEDULER_FUNCTIONS: tuple[str, ...] = (
     "set_next_entity", "put_prev_entity", "psi_task_switch",
 )
 
+#: Linux's scheduler as a whole, for measuring the share of a trace's instructions it takes
+#: (the time "the baseline Linux system spends executing its scheduler", SchedTask section
+#: 6.1 (1)): :data:`SCHEDULER_FUNCTIONS` (the context-switch path) and the functions of
+#: ``kernel/sched/`` (``core.c``, ``fair.c``, ``pelt.c``, ``psi.c``, ``clock.c``,
+#: ``idle.c``) that the traced 6.x kernels executed, found by name: run-queue bookkeeping
+#: (enqueue/dequeue, load tracking, run-time accounting, the scheduler clock, pressure
+#: stall accounting, preemption checks), the wake-up path (``try_to_wake_up`` and the CPU
+#: selection it makes) and the tick's share (``scheduler_tick``, load balancing). Our choice:
+#: wait-queue walking (``kernel/sched/wait.c``: ``__wake_up_common``...), the idle loop and
+#: the rq spin lock's generic ``_raw_spin_*`` helpers are left out (they serve other
+#: subsystems too); ``native_sched_clock`` (x86's TSC read behind ``sched_clock``) is in.
+LINUX_SCHEDULER_FUNCTIONS: tuple[str, ...] = SCHEDULER_FUNCTIONS + (
+    # run-queue bookkeeping
+    "__pick_next_task_fair", "pick_task_rt", "sched_balance_newidle", "switch_mm",
+    "switch_ldt", "enqueue_task_fair", "dequeue_task_fair", "enqueue_task_stop",
+    "dequeue_task_stop", "enqueue_entity", "dequeue_entity", "update_curr", "update_curr_fair",
+    "update_load_avg", "__update_load_avg_se", "__update_load_avg_cfs_rq",
+    "__update_load_avg_blocked_se", "update_rt_rq_load_avg", "update_dl_rq_load_avg",
+    "update_min_vruntime", "place_entity", "update_cfs_group", "reweight_entity",
+    "attach_entity_load_avg", "detach_entity_load_avg", "remove_entity_load_avg",
+    "check_cfs_rq_runtime", "hrtick_update", "activate_task", "deactivate_task",
+    "update_rq_clock", "sched_clock_cpu", "sched_clock_local", "sched_clock",
+    "native_sched_clock", "psi_group_change", "psi_flags_change",
+    "psi_task_change", "check_preempt_wakeup", "check_preempt_curr", "resched_curr",
+    "set_task_cpu", "migrate_task_rq_fair", "task_h_load", "sched_slice",
+    "_raw_spin_rq_lock_irqsave", "raw_spin_rq_lock_nested", "raw_spin_rq_unlock",
+    "task_rq_lock", "__task_rq_lock", "yield_task_fair", "__cond_resched",
+    "__cond_resched_lock",
+    # the wake-up path
+    "try_to_wake_up", "ttwu_do_activate", "ttwu_do_wakeup", "ttwu_queue_wakelist",
+    "sched_ttwu_pending", "select_task_rq_fair", "wake_up_process", "wake_up_state",
+    "wake_up_q", "wake_q_add", "wake_q_add_safe", "default_wake_function", "wake_up_new_task",
+    "available_idle_cpu", "idle_cpu", "find_idlest_group", "cpu_util_next",
+    # the tick and load balancing
+    "scheduler_tick", "task_tick_fair", "task_tick_idle", "task_tick_stop",
+    "trigger_load_balance", "load_balance", "rebalance_domains", "run_rebalance_domains",
+    "find_busiest_group", "update_group_capacity", "can_migrate_task", "detach_task",
+    "need_active_balance", "nohz_balance_enter_idle", "nohz_balance_exit_idle",
+    "nohz_run_idle_balance", "_nohz_idle_balance", "nohz_csd_func",
+    "active_load_balance_cpu_stop", "move_queued_task", "migration_cpu_stop",
+    "sched_clock_tick", "group_balance_cpu",
+)
+
 #: Where an exiting task switches away for the last time: after it, its key may be reused by
 #: a new task, so the segmentation closes everything the old one had open.
 TASK_DEAD_FUNCTIONS: tuple[str, ...] = ("do_task_dead",)
