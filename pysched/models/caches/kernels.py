@@ -139,8 +139,7 @@ def _run_cache(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: np.n
         now += 1
         i = _find(tags, base, ways, line)
         if i >= 0:
-            if st:
-                dirty[i] = 1
+            dirty[i] |= st
             policies.on_hit(policy, stamp, i, now)
             hit = 1
         else:
@@ -322,37 +321,39 @@ def _run_hierarchy(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: 
     ``served[core, cls, kind, level]`` and ``events[core, e]`` are incremented.
     """
     c = core
-    # The L1 path is most accesses: keep its geometry in locals.
-    o1 = (off[c], off[cores + c])
-    m1 = (geo[0, G_MASK], geo[1, G_MASK])
-    w1s = (geo[0, G_WAYS], geo[1, G_WAYS])
-    pol1 = (geo[0, G_POLICY], geo[1, G_POLICY])
+    # The L1 path is most accesses: keep its geometry in locals, chosen per access by selects
+    # (fetches and data accesses interleave unpredictably in a mixed stream)
+    oi, od1 = off[c], off[cores + c]
+    mi, md = geo[0, G_MASK], geo[1, G_MASK]
+    wi, wd = geo[0, G_WAYS], geo[1, G_WAYS]
+    pi, pd = geo[0, G_POLICY], geo[1, G_POLICY]
     # The clock lives in a register on L1 hits and goes back to clk[0] around the calls that
     # stamp lower levels: stamps stay unique and in event order.
     now = clk[0]
     for n in range(addr.shape[0]):
         line = np.int64(addr[n] >> np.uint64(shift))
         k = np.int64(kind[n])
-        st = 1 if k == STORE else 0
-        p1 = 0 if k == IFETCH else 1
-        w1 = w1s[p1]
-        b1 = o1[p1] + (line & m1[p1]) * w1
+        st = np.uint8(k == STORE)
+        fetch = k == IFETCH
+        w1 = wi if fetch else wd
+        b1 = (oi if fetch else od1) + (line & (mi if fetch else md)) * w1
+        pol1 = pi if fetch else pd
         was_dirty = 0
         i = _find(tags, b1, w1, line)
         if i >= 0:
-            if st:
-                was_dirty = int(dirty[i])
-                dirty[i] = 1
+            # no branch on a store: loads and stores interleave unpredictably
+            d = dirty[i]
+            was_dirty = int(d & st)
+            dirty[i] = d | st
             now += 1
-            policies.on_hit(pol1[p1], stamp, i, now)
+            policies.on_hit(pol1, stamp, i, now)
             s = 0
         else:
             clk[0] = now
             s = _below_l1(tags, dirty, stamp, clk, off, geo, cores, inclusive, coherence, rng,
                           c, line, st, events)
             # filled after the levels below, as an inclusive L2 may back-invalidate this set
-            v, vd = policies.fill(pol1[p1], tags, dirty, stamp, b1, w1, line, st, _tick(clk),
-                                  rng)
+            v, vd = policies.fill(pol1, tags, dirty, stamp, b1, w1, line, st, _tick(clk), rng)
             # only a dirty victim goes to the L2 (most are clean)
             if v >= 0 and vd:
                 _l1d_writeback(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, v,
