@@ -5,7 +5,9 @@ number, -1 when invalid), ``dirty`` (uint8) and ``stamp`` (int64, the replacemen
 and FIFO, see :mod:`.policies.lru`), plus ``clk``, a one-element int64 clock that stamps come
 from. A cache instance starts at ``off[inst]``; set ``s`` of it at ``off[inst] + s * ways``.
 LRU and FIFO leave ways where they were filled and order them by stamp; random replacement
-keeps each set in fill order (see :mod:`.policies.random_policy`). The public classes
+keeps each set in fill order (see :mod:`.policies.random_policy`). A set's tags are matched
+and its smallest stamp found with vector operations (:mod:`.simd`): ``tags`` and ``stamp`` hold
+:data:`.simd.PAD` spare elements after the last set. The public classes
 :class:`~pysched.models.caches.cache.Cache` and :class:`~pysched.models.caches.hierarchy.Hierarchy`
 validate all arguments; these kernels do not check bounds.
 

@@ -16,7 +16,8 @@ LRU and FIFO leave the ways of a set where they are and keep a stamp per way: th
 of the way's last use (LRU: fill or demand hit) or of its fill (FIFO); an invalid way has stamp
 -1. The victim is the way with the smallest stamp, so invalid ways go first. This is the same
 order as keeping each set sorted by recency (pycachesim, the twins), at a cost that does not
-grow with the hit's position: a hit writes one stamp instead of shifting the set.
+grow with the hit's position: a hit writes one stamp instead of shifting the set, and the
+smallest stamp of a set of up to 16 ways is one vector reduction (:func:`pysched.models.caches.simd.oldest`).
 """
 from __future__ import annotations
 
