@@ -316,7 +316,13 @@ def main() -> None:
         "python": sys.version.split()[0],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(res, indent=2) + "\n")
+    # one line per row of the table and per row below target: readable, a third of the size
+    text = json.dumps({**res, "table": [], "rows_below_target": []}, indent=2)
+    for key in ("table", "rows_below_target"):
+        lines = ",\n".join("    " + json.dumps(r) for r in res[key])
+        if lines:
+            text = text.replace(f'"{key}": []', f'"{key}": [\n{lines}\n  ]')
+    args.out.write_text(text + "\n")
     print(f"{len(missed)} of {len(rows)} rows below a target")
     print(json.dumps({k: res[k] for k in (*mins, "counts_identical", "load_average_at_start",
                                           "load_average_at_end")}, indent=2))

@@ -17,7 +17,8 @@ of the way's last use (LRU: fill or demand hit) or of its fill (FIFO); an invali
 -1. The victim is the way with the smallest stamp, so invalid ways go first. This is the same
 order as keeping each set sorted by recency (pycachesim, the twins), at a cost that does not
 grow with the hit's position: a hit writes one stamp instead of shifting the set, and the
-smallest stamp of a set of up to 16 ways is one vector reduction (:func:`pysched.models.caches.simd.oldest`).
+smallest stamp of a set of up to 16 ways is one vector reduction
+(:func:`pysched.models.caches.simd.oldest`).
 """
 from __future__ import annotations
 
