@@ -3,14 +3,18 @@
 Rows of the table are geometries times streams, each run in one process by pysched and by
 pycachesim:
 
-* geometries: a 32 KB cache with 1 (direct-mapped), 2, 4, 8 and 16 ways, 32-, 64- and 128-byte
-  lines, LRU and FIFO (``--ways``, ``--lines``, ``--policies``, ``--size``);
-* streams: the first ``--accesses`` accesses of the instruction fetch-line stream
-  (:func:`~pysched.models.caches.streams.fetch_lines`) of vCPU 0 of every shipped trace, and of
-  the mixed stream (fetches, loads and stores in program order,
-  :func:`~pysched.models.caches.access_stream`) of vCPU 0 of ``data/dss-mem``, the trace
-  recorded with data accesses. Each stream is built for the row's line size (a fetch line
-  depends on it).
+* geometries: a 32 KB cache (``--size``) with 1 (direct-mapped), 2, 4, 8 and 16 ways
+  (``--ways``); LRU with 32-, 64- and 128-byte lines (``--lines``) and the other policies
+  (``--policies``: FIFO) with 64-byte lines (``--other-lines``), 20 geometries by default;
+* streams: the first ``--accesses`` accesses (1 M by default) of the instruction fetch-line
+  stream (:func:`~pysched.models.caches.streams.fetch_lines`) of vCPU 0 of every trace under
+  ``--data`` (the 17 shipped ones), and of the mixed stream (fetches, loads and stores in
+  program order, :func:`~pysched.models.caches.access_stream`) of vCPU 0 of ``data/dss-mem``,
+  the trace recorded with data accesses. Each stream is built for the row's line size (a fetch
+  line depends on it); a trace whose vCPU 0 makes fewer accesses gives all it has (``accesses``
+  in the row). The mixed stream is shorter (``--mixed-accesses``, 250 K): pycachesim takes one
+  Python-level call per run of fetches or data accesses there, 6 s per 1 M accesses and run,
+  which with 1 M accesses made its 20 rows longer than all the other rows together.
 
 Each row measures
 
@@ -23,17 +27,19 @@ b. the whole hierarchy of one core: L1i and L1d of that geometry, a 256 KB L2 an
    fetches (L1i) or data accesses (L1d) since its split first level cannot take one
    interleaved array.
 
-Each figure is the best of ``--repeat`` runs from cold caches (this VM's speed drifts by up to
-2x within minutes; the best run is the one least disturbed). The runs of pysched and pycachesim
-alternate, so both see the same conditions. Conversions to pycachesim's input lists are done
-before timing. BLAS threads are limited to one: the models are single-threaded, and OpenBLAS's
-waiting threads took CPU time in a profile of this benchmark. Counts must match exactly (hits,
-misses, write-backs per level) in every row.
+Each figure is the best of ``--repeat`` runs from cold caches, in thread CPU time (this VM's
+speed drifts by up to 2x within minutes and the host runs other work; the best run is the one
+least disturbed). The kernels are compiled (or loaded from numba's cache) before any timing.
+The runs of pysched and pycachesim alternate, so both see the same conditions. Conversions to
+pycachesim's input lists are done before timing. BLAS threads are limited to one: the models
+are single-threaded, and OpenBLAS's waiting threads took CPU time in a profile of this
+benchmark. Counts must match exactly (hits, misses, write-backs per level) in every row. The
+load average of the host is recorded at the start, at the end and with every row.
 
 The headline figures (``l1_access_per_s``, ``hierarchy_access_per_s``,
 ``speedup_vs_pycachesim``, ``hierarchy_speedup_vs_pycachesim``) are the minimum over the table,
 each ratio taken within its row. Targets: >= 100 M accesses/s for (a), >= 40 M/s for (b),
->= 3x pycachesim, in every row.
+>= 3x pycachesim, in every row; ``rows_below_target`` lists the rows that miss one.
 
 Usage: ``python benchmarks/models.py --out benchmarks/results/models.json`` (``make
 bench-models``)
@@ -60,8 +66,9 @@ from pysched.trace import expand, open_trace
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "data"
-FETCH_TRACES = ("apache", "filesrv", "find", "dss", "dss-mem")
 MIXED_TRACE = "dss-mem"
+#: exec rows expanded at a time while collecting a fetch-line stream (24 bytes an instruction)
+WINDOW = 1_000_000
 
 
 def check_trace(path: Path, mem: bool) -> Path:
@@ -75,23 +82,53 @@ def check_trace(path: Path, mem: bool) -> Path:
     return path
 
 
-def build_streams(data: Path, rows: int, n: int, lines: list[int]
+def fetch_streams(trace, n: int, lines: list[int]) -> dict[int, np.ndarray]:
+    """``{line: addresses}`` of the first ``n`` fetch-line accesses of vCPU 0 per line size,
+    expanding ``WINDOW`` exec rows at a time (the whole trace does not fit in memory)."""
+    vcpu = trace.vcpus[0]
+    parts = {line: [] for line in lines}
+    have = dict.fromkeys(lines, 0)
+    start = 0
+    prev = np.zeros(0, np.uint64)     # the previous window's last instruction
+    while min(have.values()) < n:
+        paddr = expand(trace, vcpu, start, start + WINDOW).paddr
+        if len(paddr) == 0:
+            break
+        # with the previous instruction in front, a window's first instruction starts an
+        # access exactly when it would in the whole stream
+        both = np.concatenate([prev, paddr])
+        for line in lines:
+            idx = fetch_lines(both, line)
+            idx = idx[idx >= len(prev)]
+            parts[line].append(both[idx])
+            have[line] += len(idx)
+        prev = paddr[-1:]
+        start += WINDOW
+    return {line: np.ascontiguousarray(np.concatenate(parts[line] or [prev[:0]])[:n])
+            for line in lines}
+
+
+def build_streams(data: Path, n: int, lines: list[int], n_mixed: int
                   ) -> dict[tuple[str, int], tuple]:
     """``{(name, line): (addr, kind, cls)}``: the first ``n`` accesses of the fetch-line stream
-    of each shipped trace (``name``) and of the mixed stream of dss-mem (``"dss-mem mixed"``),
-    per line size, from the first ``rows`` exec rows of vCPU 0."""
+    of vCPU 0 of each trace under ``data`` (``name``) and the first ``n_mixed`` of the mixed
+    stream of dss-mem (``"dss-mem mixed"``), per line size."""
     out = {}
-    for name in FETCH_TRACES:
+    names = sorted(p.name for p in data.iterdir() if (p / "exec").is_dir())
+    if not names:
+        sys.exit(f"benchmark: no trace directories under {data}")
+    for name in names:
         trace = open_trace(check_trace(data / name, mem=False))
-        ins = expand(trace, trace.vcpus[0], 0, rows)
-        for line in lines:
-            addr = np.ascontiguousarray(ins.paddr[fetch_lines(ins.paddr, line)][:n])
+        for line, addr in fetch_streams(trace, n, lines).items():
             out[(name, line)] = (addr, np.full(len(addr), IFETCH, np.uint8),
                                  np.zeros(len(addr), np.uint16))
     trace = open_trace(check_trace(data / MIXED_TRACE, mem=True))
+    # a mixed stream has about 0.67 accesses per instruction and 5 instructions per row
+    # (dss-mem): n accesses come from fewer than n exec rows
     for line in lines:
-        s = access_stream(trace, trace.vcpus[0], 0, rows, line=line)
-        out[(f"{MIXED_TRACE} mixed", line)] = (s.addr[:n], s.kind[:n], s.cls[:n])
+        s = access_stream(trace, trace.vcpus[0], 0, n_mixed, line=line)
+        out[(f"{MIXED_TRACE} mixed", line)] = (s.addr[:n_mixed], s.kind[:n_mixed],
+                                               s.cls[:n_mixed])
     return out
 
 
@@ -168,56 +205,86 @@ def minimum(rows: list[dict], part: str, key: str) -> dict:
     return {"value": r[part][key], "stream": r["stream"], "geometry": r["geometry"]}
 
 
+def geometries(size: int, ways: list[int], lines: list[int], policies: list[str],
+               other_lines: list[int]) -> list[CacheConfig]:
+    """LRU (the first policy) with every ways and line size; the other policies with every
+    ways and ``other_lines``."""
+    out = []
+    for i, pol in enumerate(policies):
+        for w in ways:
+            for line in (lines if i == 0 else other_lines):
+                out.append(CacheConfig(size, w, line, 3, pol))
+    return out
+
+
+def below_target(rows: list[dict], targets: dict[str, float]) -> list[dict]:
+    """The rows where a figure misses its target, with the figures that miss."""
+    where = {"l1_access_per_s": ("single", "access_per_s"),
+             "hierarchy_access_per_s": ("hierarchy", "access_per_s"),
+             "speedup_vs_pycachesim": ("single", "speedup_vs_pycachesim"),
+             "hierarchy_speedup_vs_pycachesim": ("hierarchy", "speedup_vs_pycachesim")}
+    out = []
+    for r in rows:
+        miss = {k: r[part][key] for k, (part, key) in where.items() if r[part][key] < targets[k]}
+        if miss:
+            out.append({"geometry": r["geometry"], "stream": r["stream"], "missed": miss})
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--data", type=Path, default=DATA,
-                    help="directory of the shipped traces (default data/)")
-    ap.add_argument("--rows", type=int, default=2_000_000,
-                    help="exec rows of vCPU 0 to expand per stream (default 2 M)")
-    ap.add_argument("--accesses", type=int, default=500_000,
-                    help="accesses per stream, its first ones (default 500 K; pycachesim's "
-                         "per-item calls on the mixed stream set the benchmark's length)")
+                    help="directory of the traces, each stream from vCPU 0 (default data/)")
+    ap.add_argument("--accesses", type=int, default=1_000_000,
+                    help="accesses per fetch-line stream, its first ones (default 1 M)")
+    ap.add_argument("--mixed-accesses", type=int, default=250_000,
+                    help="accesses of the mixed stream of dss-mem (default 250 K)")
     ap.add_argument("--size", type=int, default=32 * 1024, help="cache size in bytes")
     ap.add_argument("--ways", default="1,2,4,8,16")
-    ap.add_argument("--lines", default="32,64,128")
+    ap.add_argument("--lines", default="32,64,128", help="line sizes of the first policy")
     ap.add_argument("--policies", default="lru,fifo")
+    ap.add_argument("--other-lines", default="64", help="line sizes of the other policies")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    ways = [int(w) for w in args.ways.split(",")]
-    lines = [int(x) for x in args.lines.split(",")]
-    pols = args.policies.split(",")
+    ints = lambda text: [int(x) for x in text.split(",")]  # noqa: E731
+    geos = geometries(args.size, ints(args.ways), ints(args.lines), args.policies.split(","),
+                      ints(args.other_lines))
+    lines = sorted({g.line for g in geos})
+    load_start = os.getloadavg()
+    print(f"load average at start {load_start[0]:.2f} {load_start[1]:.2f} "
+          f"{load_start[2]:.2f}", flush=True)
 
-    t0 = time.thread_time()
-    streams = build_streams(args.data, args.rows, args.accesses, lines)
-    print(f"{len(streams)} streams of {args.accesses} accesses built in "
-          f"{time.thread_time() - t0:.1f} s", flush=True)
+    t0 = time.perf_counter()
+    streams = build_streams(args.data, args.accesses, lines, args.mixed_accesses)
+    print(f"{len(streams)} streams of up to {args.accesses} accesses built in "
+          f"{time.perf_counter() - t0:.1f} s", flush=True)
 
-    # warm the numba kernels (compiled or loaded from cache) outside the timing
+    # compile the kernels (or load them from numba's cache) before any timing
     a, k, c = streams[(f"{MIXED_TRACE} mixed", lines[0])]
-    Cache(CacheConfig()).run(a[:1000])
-    Hierarchy(HierarchyConfig()).run(0, a[:1000], k[:1000], c[:1000])
+    for g in geos:
+        Cache(g).run(a[:1000])
+        Hierarchy(hierarchy_config(g)).run(0, a[:1000], k[:1000], c[:1000])
 
+    print(f"{'geometry':26s} {'stream':16s} {'single M/s':>10s} {'x pycsim':>8s} "
+          f"{'hier. M/s':>9s} {'x pycsim':>8s} {'load':>5s} identical", flush=True)
     rows = []
-    for pol in pols:
-        for w in ways:
-            for line in lines:
-                cfg = CacheConfig(args.size, w, line, 3, pol)
-                hcfg = hierarchy_config(cfg)
-                geo = f"{args.size // 1024} KB {w}-way {line} B {pol}"
-                for (name, ln), stream in streams.items():
-                    if ln != line:
-                        continue
-                    row = {"geometry": geo, "stream": name, "accesses": len(stream[0]),
-                           "single": measure_single(cfg, stream[0], args.repeat),
-                           "hierarchy": measure_hierarchy(hcfg, stream, args.repeat)}
-                    rows.append(row)
-                    s, h = row["single"], row["hierarchy"]
-                    print(f"{geo:24s} {name:14s} single {s['access_per_s'] / 1e6:6.1f} M/s "
-                          f"{s['speedup_vs_pycachesim']:5.2f}x  hierarchy "
-                          f"{h['access_per_s'] / 1e6:5.1f} M/s "
-                          f"{h['speedup_vs_pycachesim']:5.2f}x  identical "
-                          f"{s['counts_identical'] and h['counts_identical']}", flush=True)
+    for cfg in geos:
+        hcfg = hierarchy_config(cfg)
+        geo = f"{args.size // 1024} KB {cfg.ways}-way {cfg.line} B {cfg.policy}"
+        for (name, ln), stream in streams.items():
+            if ln != cfg.line or len(stream[0]) == 0:
+                continue
+            row = {"geometry": geo, "stream": name, "accesses": len(stream[0]),
+                   "single": measure_single(cfg, stream[0], args.repeat),
+                   "hierarchy": measure_hierarchy(hcfg, stream, args.repeat),
+                   "load_1min": os.getloadavg()[0]}
+            rows.append(row)
+            s, h = row["single"], row["hierarchy"]
+            print(f"{geo:26s} {name:16s} {s['access_per_s'] / 1e6:10.1f} "
+                  f"{s['speedup_vs_pycachesim']:8.2f} {h['access_per_s'] / 1e6:9.1f} "
+                  f"{h['speedup_vs_pycachesim']:8.2f} {row['load_1min']:5.2f} "
+                  f"{s['counts_identical'] and h['counts_identical']}", flush=True)
 
     mins = {"l1_access_per_s": minimum(rows, "single", "access_per_s"),
             "hierarchy_access_per_s": minimum(rows, "hierarchy", "access_per_s"),
@@ -228,6 +295,7 @@ def main() -> None:
                     for r in rows)
     targets = {"l1_access_per_s": 100e6, "hierarchy_access_per_s": 40e6,
                "speedup_vs_pycachesim": 3.0, "hierarchy_speedup_vs_pycachesim": 3.0}
+    missed = below_target(rows, targets)
     res = {
         # headline: minimum over the table
         **{k: v["value"] for k, v in mins.items()},
@@ -235,18 +303,29 @@ def main() -> None:
         "counts_identical": identical,
         "targets": targets,
         "targets_met": {k: mins[k]["value"] >= v for k, v in targets.items()},
+        "rows_below_target": missed,
+        "rows_total": len(rows),
+        "load_average_at_start": load_start,
+        "load_average_at_end": os.getloadavg(),
         "table": rows,
-        "rows": args.rows,
         "accesses_per_stream": args.accesses,
+        "accesses_mixed_stream": args.mixed_accesses,
         "size": args.size,
         "repeat": args.repeat,
-        "load_average_at_end": os.getloadavg(),
         "cpu": platform.processor() or platform.machine(),
         "python": sys.version.split()[0],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(res, indent=2) + "\n")
-    print(json.dumps({k: res[k] for k in (*mins, "counts_identical")}, indent=2))
+    # one line per row of the table and per row below target: readable, a third of the size
+    text = json.dumps({**res, "table": [], "rows_below_target": []}, indent=2)
+    for key in ("table", "rows_below_target"):
+        lines = ",\n".join("    " + json.dumps(r) for r in res[key])
+        if lines:
+            text = text.replace(f'"{key}": []', f'"{key}": [\n{lines}\n  ]')
+    args.out.write_text(text + "\n")
+    print(f"{len(missed)} of {len(rows)} rows below a target")
+    print(json.dumps({k: res[k] for k in (*mins, "counts_identical", "load_average_at_start",
+                                          "load_average_at_end")}, indent=2))
     if not identical:
         sys.exit("benchmark: pysched and pycachesim counts differ")
 

@@ -6,22 +6,29 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from twins.caches import SlowHierarchy, slow_single
+from twins.caches import SlowHierarchy, slow_find, slow_oldest, slow_single
 from pysched.models import ConfigError
-from pysched.models.caches import Cache, CacheConfig, Hierarchy, HierarchyConfig
+from pysched.models.caches import Cache, CacheConfig, Hierarchy, HierarchyConfig, simd
 from pysched.models.codes import EVENT_NAMES, IFETCH, LOAD, STORE
 from pysched.models.stats import CacheStats
 
 LINE = 64
 
 
-def small_hier(policy="lru", cores=1, inclusive=False, coherence=False, seed=1, l1_ways=2):
-    # 2 sets per L1; 4 ways take the kernels' 4-way LRU path (policies.lru.access4)
+#: Associativities the kernels treat differently: one way (direct-mapped loop), a vector of
+#: 2, 4, 8 or 16 lanes holding the set exactly or with lanes left over (3, 5, 12), more than 16
+#: ways (16 at a time).
+WAYS = [1, 2, 3, 4, 5, 8, 12, 16, 20, 32]
+
+
+def small_hier(policy="lru", cores=1, inclusive=False, coherence=False, seed=1, l1_ways=2,
+               lower_ways=4):
+    """2 sets per L1 of ``l1_ways``; 4 sets per L2 and 8 in the L3 of ``lower_ways``."""
     l1 = 2 * l1_ways * LINE
     return HierarchyConfig(l1i=CacheConfig(l1, l1_ways, LINE, 3, policy),
                            l1d=CacheConfig(l1, l1_ways, LINE, 3, policy),
-                           l2=CacheConfig(1024, 4, LINE, 8, policy),
-                           l3=CacheConfig(2048, 4, LINE, 18, policy),
+                           l2=CacheConfig(4 * lower_ways * LINE, lower_ways, LINE, 8, policy),
+                           l3=CacheConfig(8 * lower_ways * LINE, lower_ways, LINE, 18, policy),
                            cores=cores, inclusive=inclusive, coherence=coherence, seed=seed)
 
 
@@ -33,6 +40,35 @@ def local_stream(rng, n, lines=96, kinds=True):
     addr = (walk * LINE + rng.integers(0, LINE, n)).astype(np.uint64)
     kind = rng.integers(0, 3, n).astype(np.uint8) if kinds else np.full(n, LOAD, np.uint8)
     return addr, kind
+
+
+# --- whole-set vector operations vs twin --------------------------------------------------
+
+@pytest.mark.parametrize("ways", list(range(1, 18)) + [20, 31, 32, 40])
+def test_set_operations_match_twin(ways):
+    rng = np.random.default_rng(ways)
+    sets = 5
+    n = sets * ways
+    for _ in range(20):
+        # few distinct values: lines repeat across sets, stamps tie (the first smallest wins)
+        tags = np.full(n + simd.PAD, -1, np.int64)
+        tags[:n] = rng.integers(-1, 6, n)
+        stamp = np.full(n + simd.PAD, -1, np.int64)
+        stamp[:n] = rng.integers(-1, 4 * ways, n)
+        # the spare elements must not be seen: fill them with what would match or win
+        tags[n:] = 3
+        stamp[n:] = -9
+        for s in range(sets):
+            base = s * ways
+            # a line is in a set at most once in a cache: keep the first copy of each
+            seen = set()
+            for i in range(base, base + ways):
+                if tags[i] in seen:
+                    tags[i] = -1
+                seen.add(int(tags[i]))
+            for line in range(6):
+                assert simd.find(tags, base, ways, line) == slow_find(tags, base, ways, line)
+            assert simd.oldest(stamp, base, ways) == slow_oldest(stamp, base, ways)
 
 
 # --- single cache vs twin -----------------------------------------------------------------
@@ -59,11 +95,13 @@ def test_single_cache_hand_made(policy):
 
 
 @pytest.mark.parametrize("policy", ["lru", "fifo", "random"])
-@pytest.mark.parametrize("geometry", [(256, 2), (512, 1), (512, 8), (4096, 4)])
+@pytest.mark.parametrize("geometry", [(256, 2), (512, 1), (512, 8), (4096, 4)]
+                         + [(4 * w * LINE, w) for w in WAYS])
 def test_single_cache_random_streams(policy, geometry):
     rng = np.random.default_rng(7)
     size, ways = geometry
-    addr, kind = local_stream(rng, 4000, lines=200)
+    # more lines than the cache holds, so that every way is filled and evicted
+    addr, kind = local_stream(rng, 4000, lines=max(200, 3 * size // LINE))
     store = (kind == STORE).astype(np.uint8)
     cls = rng.integers(0, 3, len(addr))
     c = Cache(CacheConfig(size, ways, LINE, 1, policy), classes=3, seed=5)
@@ -82,14 +120,14 @@ def test_single_cache_random_streams(policy, geometry):
 
 
 @given(st.lists(st.tuples(st.integers(0, 40), st.booleans()), max_size=200),
-       st.sampled_from(["lru", "fifo", "random"]))
-@settings(max_examples=60, deadline=None)
-def test_single_cache_hypothesis(ops, policy):
+       st.sampled_from(["lru", "fifo", "random"]), st.sampled_from(WAYS))
+@settings(max_examples=100, deadline=None)
+def test_single_cache_hypothesis(ops, policy, ways):
     addr = np.array([a * 32 for a, _ in ops], dtype=np.uint64)
     store = np.array([s for _, s in ops], dtype=np.uint8)
-    c = Cache(CacheConfig(256, 2, LINE, 1, policy))
+    c = Cache(CacheConfig(2 * ways * LINE, ways, LINE, 1, policy))
     hits = c.run(addr, store)
-    want, wb, _ = slow_single(addr, store, 2, 2, LINE, policy)
+    want, wb, _ = slow_single(addr, store, 2, ways, LINE, policy)
     assert hits.tolist() == want
     assert c.stats.writebacks == wb
 
@@ -125,15 +163,17 @@ def test_hierarchy_hand_made():
 @pytest.mark.parametrize("policy", ["lru", "fifo", "random"])
 @pytest.mark.parametrize("inclusive", [False, True])
 @pytest.mark.parametrize("coherence", [False, True])
-@pytest.mark.parametrize("l1_ways", [2, 4])
-def test_hierarchy_random_streams(policy, inclusive, coherence, l1_ways):
+@pytest.mark.parametrize("ways", [(2, 4), (4, 4)] + [(w, w) for w in WAYS if w != 4])
+def test_hierarchy_random_streams(policy, inclusive, coherence, ways):
     rng = np.random.default_rng(11)
+    l1_ways, lower_ways = ways
     cfg = small_hier(policy, cores=2, inclusive=inclusive, coherence=coherence, seed=3,
-                     l1_ways=l1_ways)
+                     l1_ways=l1_ways, lower_ways=lower_ways)
     streams = []
     for epoch in range(6):
         core = epoch % 2
-        addr, kind = local_stream(rng, 1500, lines=160)
+        # 5 times the lines the L3 holds (8 sets): evictions at every level, yet lines shared
+        addr, kind = local_stream(rng, 1500, lines=40 * lower_ways)
         cls = rng.integers(0, 3, len(addr)).astype(np.uint8)
         streams.append((core, addr, kind, cls))
     h = compare_hierarchy(cfg, streams, classes=3)
@@ -151,10 +191,12 @@ def test_hierarchy_random_streams(policy, inclusive, coherence, l1_ways):
 
 @given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 60), st.integers(0, 2)),
                 max_size=150),
-       st.booleans(), st.booleans(), st.sampled_from([2, 4]))
-@settings(max_examples=60, deadline=None)
-def test_hierarchy_hypothesis(ops, inclusive, coherence, l1_ways):
-    cfg = small_hier("lru", cores=2, inclusive=inclusive, coherence=coherence, l1_ways=l1_ways)
+       st.booleans(), st.booleans(), st.sampled_from(WAYS), st.sampled_from(WAYS),
+       st.sampled_from(["lru", "fifo", "random"]))
+@settings(max_examples=100, deadline=None)
+def test_hierarchy_hypothesis(ops, inclusive, coherence, l1_ways, lower_ways, policy):
+    cfg = small_hier(policy, cores=2, inclusive=inclusive, coherence=coherence, l1_ways=l1_ways,
+                     lower_ways=lower_ways)
     h = Hierarchy(cfg)
     twin = SlowHierarchy(cfg, 2)
     for core, line, kind in ops:

@@ -8,7 +8,7 @@ import pytest
 
 from pysched.models.caches import Cache, CacheConfig, Hierarchy, HierarchyConfig
 from pysched.models.codes import STORE
-from test_models_caches import LINE, local_stream, small_hier
+from test_models_caches import LINE, WAYS, local_stream, small_hier
 
 cachesim = pytest.importorskip("cachesim", reason="pycachesim (test extra) not installed")
 from pysched.models.caches.reference import (  # noqa: E402
@@ -19,11 +19,11 @@ from pysched.models.caches.reference import (  # noqa: E402
 
 
 @pytest.mark.parametrize("policy", ["lru", "fifo"])
-@pytest.mark.parametrize("l1_ways", [2, 4])
-def test_pycachesim_hierarchy_identical_per_level(policy, l1_ways):
+@pytest.mark.parametrize("ways", [(2, 4), (4, 4)] + [(w, w) for w in WAYS if w != 4])
+def test_pycachesim_hierarchy_identical_per_level(policy, ways):
     rng = np.random.default_rng(5)
-    cfg = small_hier(policy, l1_ways=l1_ways)
-    addr, kind = local_stream(rng, 20000, lines=400)
+    cfg = small_hier(policy, l1_ways=ways[0], lower_ways=ways[1])
+    addr, kind = local_stream(rng, 20000, lines=max(400, 40 * ways[1]))
     h = Hierarchy(cfg)
     h.run(0, addr, kind)
     ref = PycachesimHierarchy(cfg)
@@ -49,11 +49,12 @@ def test_pycachesim_table2_on_a_large_footprint():
 
 
 @pytest.mark.parametrize("policy", ["lru", "fifo"])
-def test_pycachesim_single_cache(policy):
+@pytest.mark.parametrize("ways", WAYS)
+def test_pycachesim_single_cache(policy, ways):
     rng = np.random.default_rng(8)
     addr, kind = local_stream(rng, 20000, lines=2000)
     store = (kind == STORE).astype(np.uint8)
-    cfg = CacheConfig(8192, 4, LINE, 3, policy)
+    cfg = CacheConfig(32 * ways * LINE, ways, LINE, 3, policy)
     c = Cache(cfg)
     c.run(addr, store)
     ref = PycachesimCache(cfg)

@@ -208,3 +208,17 @@ class SlowHierarchy:
 
     def run(self, c, addr, kind, cls):
         return [self.access(c, a, int(k), int(q)) for a, k, q in zip(addr, kind, cls)]
+
+
+def slow_find(tags, base: int, ways: int, line: int) -> int:
+    """Twin of ``simd.find``: flat index of ``line`` among the ways at ``base``, or -1."""
+    for i in range(base, base + ways):
+        if tags[i] == line:
+            return i
+    return -1
+
+
+def slow_oldest(stamp, base: int, ways: int) -> int:
+    """Twin of ``simd.oldest``: flat index of the first smallest stamp of the set."""
+    ways_stamps = [int(stamp[i]) for i in range(base, base + ways)]
+    return base + ways_stamps.index(min(ways_stamps))

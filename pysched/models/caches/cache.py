@@ -9,6 +9,7 @@ from .config import CacheConfig
 from .kernels import _run_cache
 from .policies import rng_state
 from .policies.lru import INVALID
+from .simd import PAD
 
 
 class Cache:
@@ -40,10 +41,11 @@ class Cache:
         self.config = config
         self.classes = classes
         n = config.sets * config.ways
-        self.tags = np.full(n, -1, dtype=np.int64)
+        # tags and stamps are read a whole set at a time: PAD spare elements (see simd)
+        self.tags = np.full(n + PAD, -1, dtype=np.int64)
         self.dirty = np.zeros(n, dtype=np.uint8)
         # replacement state of LRU and FIFO (see policies.lru) and the clock stamps come from
-        self._stamp = np.full(n, INVALID, dtype=np.int64)
+        self._stamp = np.full(n + PAD, INVALID, dtype=np.int64)
         self._clock = np.zeros(1, dtype=np.int64)
         # xorshift must not start at 0
         self._rng = np.array([rng_state(seed)], dtype=np.uint64)

@@ -10,6 +10,7 @@ from .config import HierarchyConfig
 from .kernels import G_MASK, G_POLICY, G_WAYS, _run_hierarchy
 from .policies import rng_state
 from .policies.lru import INVALID
+from .simd import PAD
 
 
 class Hierarchy:
@@ -56,10 +57,11 @@ class Hierarchy:
             self._geo[p, G_MASK] = lv.sets - 1
             self._geo[p, G_WAYS] = lv.ways
             self._geo[p, G_POLICY] = lv.policy_code
-        self.tags = np.full(total, -1, dtype=np.int64)
+        # tags and stamps are read a whole set at a time: PAD spare elements (see simd)
+        self.tags = np.full(total + PAD, -1, dtype=np.int64)
         self.dirty = np.zeros(total, dtype=np.uint8)
         # replacement state of LRU and FIFO (see policies.lru) and the clock stamps come from
-        self._stamp = np.full(total, INVALID, dtype=np.int64)
+        self._stamp = np.full(total + PAD, INVALID, dtype=np.int64)
         self._clock = np.zeros(1, dtype=np.int64)
         self._rng = np.array([rng_state(config.seed)], dtype=np.uint64)
         self._served = np.zeros((cores, classes, NKINDS, NLEVELS), dtype=np.int64)

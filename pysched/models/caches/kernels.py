@@ -5,7 +5,9 @@ number, -1 when invalid), ``dirty`` (uint8) and ``stamp`` (int64, the replacemen
 and FIFO, see :mod:`.policies.lru`), plus ``clk``, a one-element int64 clock that stamps come
 from. A cache instance starts at ``off[inst]``; set ``s`` of it at ``off[inst] + s * ways``.
 LRU and FIFO leave ways where they were filled and order them by stamp; random replacement
-keeps each set in fill order (see :mod:`.policies.random_policy`). The public classes
+keeps each set in fill order (see :mod:`.policies.random_policy`). A set's tags are matched
+and its smallest stamp found with vector operations (:mod:`.simd`): ``tags`` and ``stamp`` hold
+:data:`.simd.PAD` spare elements after the last set. The public classes
 :class:`~pysched.models.caches.cache.Cache` and :class:`~pysched.models.caches.hierarchy.Hierarchy`
 validate all arguments; these kernels do not check bounds.
 
@@ -20,7 +22,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from . import policies
+from . import policies, simd
 from ..codes import (EV_BACKINV, EV_COH_INV, EV_COH_WB, EV_WB_L1D, EV_WB_L2, EV_WB_L3,
                      EV_WBMISS_L2, EV_WBMISS_L3, IFETCH, STORE)
 
@@ -35,38 +37,10 @@ G_MASK, G_WAYS, G_POLICY = 0, 1, 2
 # --- one cache level ----------------------------------------------------------------------
 
 @numba.njit(cache=True, inline="always")
-def _scan(tags: np.ndarray, base: int, n: int, line: int) -> int:
-    """Flat index of ``line`` among the ``n`` ways at ``base``, or -1, without a branch: a
-    line is in a set at most once, so the sum of (position + 1) over matching ways is the
-    match's position + 1, or 0."""
-    k = 0
-    for w in range(n):
-        k += (w + 1) if tags[base + w] == line else 0
-    return base + k - 1 if k else -1
-
-
-@numba.njit(cache=True, inline="always")
 def _find(tags: np.ndarray, base: int, ways: int, line: int) -> int:
-    """Flat index of ``line`` in the set starting at ``base``, or -1.
-
-    A hit may be in any way (stamps, not positions, hold the order), so every way is compared;
-    the usual associativities get a constant-length scan that LLVM unrolls. The branch on
-    ``ways`` is predictable: one cache has one geometry.
-    """
-    if ways == 4:
-        return _scan(tags, base, 4, line)
-    if ways == 8:
-        return _scan(tags, base, 8, line)
-    if ways == 16:
-        return _scan(tags, base, 16, line)
-    if ways == 2:
-        return _scan(tags, base, 2, line)
-    if ways == 1:
-        return base if tags[base] == line else -1
-    for i in range(base, base + ways):
-        if tags[i] == line:
-            return i
-    return -1
+    """Flat index of ``line`` in the set starting at ``base``, or -1 (a hit may be in any way:
+    stamps, not positions, hold the order)."""
+    return simd.find(tags, base, ways, line)
 
 
 @numba.njit(cache=True, inline="always")
@@ -108,6 +82,38 @@ def _put_dirty(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: np.n
 
 # --- a single cache over a stream ---------------------------------------------------------
 
+@numba.njit(cache=True, inline="always")
+def _direct_mapped(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, now: int, mask: int,
+                   shift: int, fifo: bool, addr: np.ndarray, store: np.ndarray, cls: np.ndarray,
+                   hit_out: np.ndarray, counts: np.ndarray) -> tuple[int, int]:
+    """:func:`_run_cache` for one way and LRU or FIFO (the random policy draws from its
+    generator even with one way, so it keeps the general loop): ``(clock, dirty evictions)``.
+
+    The way is always the line's, so a hit and a miss do the same writes and no branch is
+    needed: a branch on hit or miss mispredicts at every change, which cost more than the whole
+    access on streams that miss often (fetch lines of apache: 35 % misses).
+    """
+    writebacks = 0
+    keep = 1 if fifo else 0
+    for n in range(addr.shape[0]):
+        line = np.int64(addr[n] >> np.uint64(shift))
+        i = line & mask
+        st = store[n]
+        old, od = tags[i], dirty[i]
+        hit = np.int64(old == line)
+        tags[i] = line
+        dirty[i] = st | (od & np.uint8(hit))
+        # an invalid way is never dirty
+        writebacks += (1 - hit) & np.int64(od)
+        now += 1
+        # LRU stamps every use, FIFO only fills (one way: kept for a later look, never compared)
+        s = stamp[i]
+        stamp[i] = now + (hit & keep) * (s - now)
+        hit_out[n] = hit
+        counts[cls[n], st, hit] += 1
+    return now, writebacks
+
+
 @numba.njit(cache=True, nogil=True, _nrt=False)
 def _run_cache(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: np.ndarray,
                rng: np.ndarray, mask: int, ways: int, shift: int, policy: int,
@@ -118,8 +124,15 @@ def _run_cache(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: np.n
     ``hit_out[n]`` gets 1 for a hit; ``counts[cls, store, hit]`` and ``events[0]`` (dirty
     evictions) are incremented.
     """
-    writebacks = 0
     # the clock lives in a register here (nothing else stamps this cache meanwhile)
+    if ways == 1 and policy != policies.RANDOM:
+        now, writebacks = _direct_mapped(tags, dirty, stamp, clk[0], mask, shift,
+                                         policy == policies.FIFO, addr, store, cls, hit_out,
+                                         counts)
+        clk[0] = now
+        events[0] += writebacks
+        return
+    writebacks = 0
     now = clk[0]
     for n in range(addr.shape[0]):
         line = np.int64(addr[n] >> np.uint64(shift))
@@ -128,8 +141,7 @@ def _run_cache(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: np.n
         now += 1
         i = _find(tags, base, ways, line)
         if i >= 0:
-            if st:
-                dirty[i] = 1
+            dirty[i] |= st
             policies.on_hit(policy, stamp, i, now)
             hit = 1
         else:
@@ -311,38 +323,49 @@ def _run_hierarchy(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: 
     ``served[core, cls, kind, level]`` and ``events[core, e]`` are incremented.
     """
     c = core
-    # The L1 path is most accesses: keep its geometry in locals.
-    o1 = (off[c], off[cores + c])
-    m1 = (geo[0, G_MASK], geo[1, G_MASK])
-    w1s = (geo[0, G_WAYS], geo[1, G_WAYS])
-    pol1 = (geo[0, G_POLICY], geo[1, G_POLICY])
+    # The L1 path is most accesses: keep its geometry in locals, chosen per access by selects
+    # (fetches and data accesses interleave unpredictably in a mixed stream)
+    oi, od1 = off[c], off[cores + c]
+    mi, md = geo[0, G_MASK], geo[1, G_MASK]
+    wi, wd = geo[0, G_WAYS], geo[1, G_WAYS]
+    pi, pd = geo[0, G_POLICY], geo[1, G_POLICY]
+    # The clock lives in a register on L1 hits and goes back to clk[0] around the calls that
+    # stamp lower levels: stamps stay unique and in event order.
+    now = clk[0]
     for n in range(addr.shape[0]):
         line = np.int64(addr[n] >> np.uint64(shift))
         k = np.int64(kind[n])
-        st = 1 if k == STORE else 0
-        p1 = 0 if k == IFETCH else 1
-        w1 = w1s[p1]
-        b1 = o1[p1] + (line & m1[p1]) * w1
+        st = np.uint8(k == STORE)
+        fetch = k == IFETCH
+        w1 = wi if fetch else wd
+        b1 = (oi if fetch else od1) + (line & (mi if fetch else md)) * w1
+        pol1 = pi if fetch else pd
         was_dirty = 0
         i = _find(tags, b1, w1, line)
         if i >= 0:
-            if st:
-                was_dirty = int(dirty[i])
-                dirty[i] = 1
-            policies.on_hit(pol1[p1], stamp, i, _tick(clk))
+            # no branch on a store: loads and stores interleave unpredictably
+            d = dirty[i]
+            was_dirty = int(d & st)
+            dirty[i] = d | st
+            now += 1
+            policies.on_hit(pol1, stamp, i, now)
             s = 0
         else:
+            clk[0] = now
             s = _below_l1(tags, dirty, stamp, clk, off, geo, cores, inclusive, coherence, rng,
                           c, line, st, events)
             # filled after the levels below, as an inclusive L2 may back-invalidate this set
-            v, vd = policies.fill(pol1[p1], tags, dirty, stamp, b1, w1, line, st, _tick(clk),
-                                  rng)
+            v, vd = policies.fill(pol1, tags, dirty, stamp, b1, w1, line, st, _tick(clk), rng)
             # only a dirty victim goes to the L2 (most are clean)
             if v >= 0 and vd:
                 _l1d_writeback(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, v,
                                events)
+            now = clk[0]
         if st and coherence and not was_dirty:
+            clk[0] = now
             _invalidate_remote(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c,
                                line, events)
+            now = clk[0]
         served_out[n] = s
         served[c, cls[n], k, s] += 1
+    clk[0] = now

@@ -16,55 +16,26 @@ LRU and FIFO leave the ways of a set where they are and keep a stamp per way: th
 of the way's last use (LRU: fill or demand hit) or of its fill (FIFO); an invalid way has stamp
 -1. The victim is the way with the smallest stamp, so invalid ways go first. This is the same
 order as keeping each set sorted by recency (pycachesim, the twins), at a cost that does not
-grow with the hit's position: a hit writes one stamp instead of shifting the set.
+grow with the hit's position: a hit writes one stamp instead of shifting the set, and the
+smallest stamp of a set of up to 16 ways is one vector reduction
+(:func:`pysched.models.caches.simd.oldest`).
 """
 from __future__ import annotations
 
 import numba
 import numpy as np
 
+from .. import simd
+
 #: Stamp of an invalid way: below every clock value, so fills take invalid ways first.
 INVALID = -1
-
-
-@numba.njit(cache=True, inline="always")
-def _oldest_n(stamp: np.ndarray, base: int, n: int) -> int:
-    # a chain of selects, no data-dependent branch (the victim's position is unpredictable)
-    v = base
-    s = stamp[base]
-    for i in range(base + 1, base + n):
-        x = stamp[i]
-        older = x < s
-        v = i if older else v
-        s = x if older else s
-    return v
-
-
-@numba.njit(cache=True, inline="always")
-def oldest(stamp: np.ndarray, base: int, ways: int) -> int:
-    """Flat index of the way with the smallest stamp in the set at ``base``.
-
-    The usual associativities get a loop of constant length (unrolled by LLVM); the branch on
-    ``ways`` is predictable because one cache has one geometry.
-    """
-    if ways == 4:
-        return _oldest_n(stamp, base, 4)
-    if ways == 8:
-        return _oldest_n(stamp, base, 8)
-    if ways == 16:
-        return _oldest_n(stamp, base, 16)
-    if ways == 2:
-        return _oldest_n(stamp, base, 2)
-    if ways == 1:
-        return base
-    return _oldest_n(stamp, base, ways)
 
 
 @numba.njit(cache=True, inline="always")
 def replace_oldest(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, base: int, ways: int,
                    line: int, make_dirty: int, now: int) -> tuple[int, int]:
     """Fill ``line`` into the way with the smallest stamp, stamped ``now``."""
-    v = oldest(stamp, base, ways)
+    v = simd.oldest(stamp, base, ways)
     old, old_dirty = tags[v], int(dirty[v])
     tags[v] = line
     dirty[v] = make_dirty
