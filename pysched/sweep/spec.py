@@ -44,13 +44,14 @@ from pysched.constants import LOAD_MACHINE, LOAD_UNITS
 from pysched.models.configio import ConfigError
 from pysched.models.machine import MachineConfig
 from pysched.policies import REGISTRY, get_policy
+from pysched.sandbox.switch_cost import FLAT, SWITCH_COSTS
 
 from .geometry import LEVELS, base_machine
 
 #: Keys of a grid or point table, with their defaults (``None``: required or policy default).
 DIMENSIONS: dict[str, Any] = {"trace": None, "policy": None, "cores": 8, "load": 1,
                               "load_unit": LOAD_MACHINE, "l1i_kb": 32, "levels": 3,
-                              "heatmap_bits": None}
+                              "heatmap_bits": None, "switch_cost": FLAT}
 #: Keys of the ``[sweep]`` table.
 SWEEP_KEYS = ("epoch_ms", "machine")
 #: Bumped when a change would make an old result file wrong for the same point. 2: ``load``
@@ -81,6 +82,8 @@ class Point:
     epoch_ms : float
     machine : MachineConfig
         The one-core base machine (hierarchy with this point's i-cache and levels).
+    switch_cost : str
+        The switch-cost model (:data:`pysched.sandbox.switch_cost.SWITCH_COSTS`).
     """
 
     trace: str
@@ -93,6 +96,7 @@ class Point:
     heatmap_bits: int | None
     epoch_ms: float
     machine: MachineConfig
+    switch_cost: str = FLAT
 
     @property
     def policy_name(self) -> str:
@@ -104,6 +108,10 @@ class Point:
         data = {"v": RESULT_VERSION, "trace": self.trace, "policy": self.policy,
                 "cores": self.cores, "load": self.load, "load_unit": self.load_unit,
                 "epoch_ms": self.epoch_ms, "machine": dataclasses.asdict(self.machine)}
+        if self.switch_cost != FLAT:
+            # only then: a flat point keeps the key (and the stored result) it had before
+            # switch costs were a dimension, as its results are unchanged
+            data["switch_cost"] = self.switch_cost
         blob = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()[:20]
 
@@ -114,12 +122,14 @@ class Point:
                 "policy_name": self.policy_name, "heatmap_bits": self.heatmap_bits,
                 "cores": self.cores, "load": self.load, "load_unit": self.load_unit,
                 "l1i_kb": self.l1i_kb,
-                "levels": self.levels, "epoch_ms": self.epoch_ms}
+                "levels": self.levels, "epoch_ms": self.epoch_ms,
+                "switch_cost": self.switch_cost}
 
     def label(self) -> str:
         return (f"{Path(self.trace).name} {self.policy} cores={self.cores} load={self.load} "
                 f"({self.load_unit}) "
-                f"l1i={self.l1i_kb}KB levels={self.levels}")
+                f"l1i={self.l1i_kb}KB levels={self.levels}"
+                + ("" if self.switch_cost == FLAT else f" switch_cost={self.switch_cost}"))
 
 
 @dataclass(frozen=True)
@@ -222,6 +232,12 @@ def _table_points(table: Any, where: str, root: Path, epoch_ms: float,
             raise SweepSpecError(f"{multi('load_unit', i)}: expected one of "
                                  f"{', '.join(map(repr, LOAD_UNITS))}, got {v!r}")
         units.append(v)
+    costs = []
+    for i, v in enumerate(vals["switch_cost"]):
+        if v not in SWITCH_COSTS:
+            raise SweepSpecError(f"{multi('switch_cost', i)}: expected one of "
+                                 f"{', '.join(map(repr, SWITCH_COSTS))}, got {v!r}")
+        costs.append(v)
     levels = []
     for i, v in enumerate(vals["levels"]):
         if v not in LEVELS or isinstance(v, bool):
@@ -250,9 +266,9 @@ def _table_points(table: Any, where: str, root: Path, epoch_ms: float,
         if "heatmap_bits" in params:
             raise SweepSpecError(f"{pw}: gives heatmap_bits and so does {where}.heatmap_bits")
         pols.extend(_make_policy(name, {**params, "heatmap_bits": str(b)}, pw) for b in bits)
-    return [Point(t, pol, c, k, u, kb, lv, hb, epoch_ms, machines[kb, lv])
-            for t, (pol, hb), c, k, u, kb, lv in itertools.product(traces, pols, cores, loads,
-                                                                    units, l1i, levels)]
+    return [Point(t, pol, c, k, u, kb, lv, hb, epoch_ms, machines[kb, lv], sc)
+            for t, (pol, hb), c, k, u, kb, lv, sc in itertools.product(
+                traces, pols, cores, loads, units, l1i, levels, costs)]
 
 
 def _as_tables(data: dict, key: str, where: str) -> list:
