@@ -148,6 +148,13 @@ def _positive_int(v: Any, where: str, top: int) -> int:
     return v
 
 
+def _one_of(v: Any, where: str, allowed: Sequence[str]) -> str:
+    if v not in allowed:
+        raise SweepSpecError(f"{where}: expected one of {', '.join(map(repr, allowed))}, "
+                             f"got {v!r}")
+    return v
+
+
 def _check_trace(v: Any, where: str, root: Path) -> str:
     if not isinstance(v, str) or not v:
         raise SweepSpecError(f"{where}: expected a trace directory path, got {v!r}")
@@ -226,18 +233,10 @@ def _table_points(table: Any, where: str, root: Path, epoch_ms: float,
     policies = [_split_policy(v, multi("policy", i)) for i, v in enumerate(vals["policy"])]
     cores = [_positive_int(v, multi("cores", i), 1024) for i, v in enumerate(vals["cores"])]
     loads = [_positive_int(v, multi("load", i), 64) for i, v in enumerate(vals["load"])]
-    units = []
-    for i, v in enumerate(vals["load_unit"]):
-        if v not in LOAD_UNITS:
-            raise SweepSpecError(f"{multi('load_unit', i)}: expected one of "
-                                 f"{', '.join(map(repr, LOAD_UNITS))}, got {v!r}")
-        units.append(v)
-    costs = []
-    for i, v in enumerate(vals["switch_cost"]):
-        if v not in SWITCH_COSTS:
-            raise SweepSpecError(f"{multi('switch_cost', i)}: expected one of "
-                                 f"{', '.join(map(repr, SWITCH_COSTS))}, got {v!r}")
-        costs.append(v)
+    units = [_one_of(v, multi("load_unit", i), LOAD_UNITS)
+             for i, v in enumerate(vals["load_unit"])]
+    costs = [_one_of(v, multi("switch_cost", i), SWITCH_COSTS)
+             for i, v in enumerate(vals["switch_cost"])]
     levels = []
     for i, v in enumerate(vals["levels"]):
         if v not in LEVELS or isinstance(v, bool):
