@@ -222,6 +222,14 @@ def test_a_study_in_parts_is_put_together(tmp_path, capsys):
     assert "| schedtask | +10.0 | +20.0 |" in text  # the paper's order: Find, Apache
     assert (out / "paper-8cores.png").stat().st_size > 0
     assert study.main([str(unfinished), "--out", str(tmp_path / "none")]) == 2
+    # a part of the other switch-cost model is not combined with them
+    traced = tmp_path / "part7"
+    traced.mkdir()
+    r.assign(switch_cost="traced").to_csv(traced / "runs.csv", index=False)
+    r.assign(epoch=0).to_parquet(traced / "epochs.parquet", index=False)
+    capsys.readouterr()
+    assert study.main([*map(str, parts), str(traced), "--out", str(tmp_path / "mixed")]) == 2
+    assert "different switch costs (flat, traced)" in capsys.readouterr().err
 
 
 def test_evaluate_collects_what_schedtask_decided():

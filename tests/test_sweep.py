@@ -3,6 +3,7 @@ the runner point by point; a killed worker or an interrupted sweep loses and dup
 re-runs skip finished points. Points are short runs of the shipped ``data/dss-mem`` trace."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -47,6 +48,8 @@ def sweep_cli(*args: str, **kw) -> subprocess.Popen:
     ('[[grid]]\ntrace = "TRACE"\npolicy = "linux"\nlevels = [4]\n', "grid[0].levels[0]"),
     ('[[grid]]\ntrace = "TRACE"\npolicy = "linux"\nload_unit = ["copies", "cores"]\n',
      "grid[0].load_unit[1]: expected one of 'machine', 'copies', got 'cores'"),
+    ('[[grid]]\ntrace = "TRACE"\npolicy = "linux"\nswitch_cost = ["flat", "free"]\n',
+     "grid[0].switch_cost[1]: expected one of 'flat', 'traced', got 'free'"),
     ('[[grid]]\npolicy = "linux"\n', "grid[0]: missing key 'trace'"),
     ('[[grid]]\ntrace = "nowhere"\npolicy = "linux"\n', "grid[0].trace: 'nowhere'"),
     ('[[point]]\ntrace = "TRACE"\npolicy = "linux"\ncores = [2, 4]\n',
@@ -123,6 +126,30 @@ def test_the_load_unit_and_the_result_version_enter_the_point_key(tmp_path, monk
     assert store.finished(default)
     assert read_results(tmp_path / "out", "runs")["point"].tolist() == [default.key]
     assert len(list((tmp_path / "out" / "runs").glob("*.parquet"))) == 2
+
+
+def test_the_switch_cost_enters_the_key_only_when_not_flat(tmp_path):
+    from pysched.sweep.run import run_point
+    from pysched.sweep.summary import summarise, summary_text
+    pts = load_spec(spec_file(tmp_path, '[[grid]]\ntrace = "TRACE"\npolicy = "linux"\n'
+                                        'load_unit = "copies"\ncores = 2\n'
+                                        'switch_cost = ["flat", "traced"]\n')).points
+    flat, traced = pts
+    assert (flat.switch_cost, traced.switch_cost) == ("flat", "traced")
+    # a flat point keeps the key it had before switch costs were a dimension
+    same = dataclasses.replace(flat, switch_cost="flat")
+    assert same.key == flat.key != traced.key
+    assert "switch_cost" not in flat.label() and "switch_cost=traced" in traced.label()
+    runs = pd.concat([run_point(p)[1] for p in pts], ignore_index=True)
+    assert runs["switch_cost"].tolist() == ["flat", "traced"]
+    assert runs["switch_cost_cycles"].iloc[0] == 1000 and runs["switch_cost_cycles"].iloc[1] < 1000
+    table = summarise(runs)
+    assert table["switch_cost"].tolist() == ["flat", "traced"]
+    # each run is its own model's baseline: both are linux
+    assert table["vs_linux"].tolist() == [0.0, 0.0]
+    assert "| flat |" in summary_text(table) and "| traced |" in summary_text(table)
+    # points stored before the dimension (no switch_cost column) count as flat
+    assert summarise(runs.iloc[:1].drop(columns=["switch_cost"]))["switch_cost"].item() == "flat"
 
 
 def serial(points) -> tuple[pd.DataFrame, pd.DataFrame]:

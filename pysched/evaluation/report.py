@@ -83,11 +83,18 @@ def load_label(load: int, load_unit: str) -> str:
 
 def _switch_cost_line(runs: pd.DataFrame) -> str:
     """Which switch-cost model the runs used (:mod:`pysched.sandbox.switch_cost`)."""
-    per = runs.drop_duplicates(["trace", "switch_cost"])
-    parts = [f"{x.trace} {x.switch_cost} ({int(x.switch_cost_cycles)} cycles per switch, "
-             + ("the cores' migration cycles" if x.os_migration_cost_cycles < 0
-                else f"{int(x.os_migration_cost_cycles)}") + " per move)"
-             for x in per.itertuples()]
+    nan = pd.Series(np.nan, index=runs.index)
+    per = runs.assign(sw=runs.get("switch_cost_cycles", nan),
+                      mig=runs.get("os_migration_cost_cycles", nan)
+                      ).drop_duplicates(["trace", "switch_cost"])
+    parts = []
+    for x in per.itertuples():
+        if not np.isfinite(x.sw):  # runs written before the cost columns (flat)
+            parts.append(f"{x.trace} {x.switch_cost}")
+            continue
+        mig = "the cores' migration cycles" if x.mig < 0 else f"{int(x.mig)}"
+        parts.append(f"{x.trace} {x.switch_cost} ({int(x.sw)} cycles per switch, {mig} per "
+                     f"move)")
     return ("Switch cost (`--switch-cost`, `pysched.sandbox.switch_cost`): "
             + "; ".join(parts) + ".")
 

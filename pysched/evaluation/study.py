@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from pysched.sandbox.switch_cost import FLAT
+
 
 def read_parts(dirs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame, dict[Path, str]]:
     """The epochs and runs of every finished part (a directory with ``runs.csv`` and
@@ -57,6 +59,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"study: {d}: {why}, left out", file=sys.stderr)
     if runs.empty:
         print("study: no finished part", file=sys.stderr)
+        return 2
+    # parts from before --switch-cost all charged the flat cost; runs of two cost models are
+    # not one study (their performance against linux is set beside the same baseline)
+    runs["switch_cost"] = runs.get("switch_cost", pd.Series(FLAT, index=runs.index)).fillna(FLAT)
+    if runs["switch_cost"].nunique() > 1:
+        print(f"study: the parts used different switch costs "
+              f"({', '.join(sorted(runs['switch_cost'].unique()))}): combine parts of one "
+              f"--switch-cost", file=sys.stderr)
         return 2
     if "last_irq_s" not in runs:  # parts from before runs had it: read it from the traces
         runs["last_irq_s"] = float("nan")

@@ -76,7 +76,7 @@ def run_point(point: Point) -> tuple[pd.DataFrame, pd.DataFrame]:
     t = cached_trace(point.trace)
     epochs, runs = evaluate([t], [point.policy], [point.cores], [point.load],
                             base=point.machine, config={"epoch_s": point.epoch_ms / 1e3},
-                            load_unit=point.load_unit)
+                            load_unit=point.load_unit, switch_cost=point.switch_cost)
     return _with_point(epochs, point), _with_point(runs, point)
 
 

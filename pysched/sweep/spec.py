@@ -44,13 +44,14 @@ from pysched.constants import LOAD_MACHINE, LOAD_UNITS
 from pysched.models.configio import ConfigError
 from pysched.models.machine import MachineConfig
 from pysched.policies import REGISTRY, get_policy
+from pysched.sandbox.switch_cost import FLAT, SWITCH_COSTS
 
 from .geometry import LEVELS, base_machine
 
 #: Keys of a grid or point table, with their defaults (``None``: required or policy default).
 DIMENSIONS: dict[str, Any] = {"trace": None, "policy": None, "cores": 8, "load": 1,
                               "load_unit": LOAD_MACHINE, "l1i_kb": 32, "levels": 3,
-                              "heatmap_bits": None}
+                              "heatmap_bits": None, "switch_cost": FLAT}
 #: Keys of the ``[sweep]`` table.
 SWEEP_KEYS = ("epoch_ms", "machine")
 #: Bumped when a change would make an old result file wrong for the same point. 2: ``load``
@@ -82,6 +83,8 @@ class Point:
     epoch_ms : float
     machine : MachineConfig
         The one-core base machine (hierarchy with this point's i-cache and levels).
+    switch_cost : str
+        The switch-cost model (:data:`pysched.sandbox.switch_cost.SWITCH_COSTS`).
     """
 
     trace: str
@@ -94,6 +97,7 @@ class Point:
     heatmap_bits: int | None
     epoch_ms: float
     machine: MachineConfig
+    switch_cost: str = FLAT
 
     @property
     def policy_name(self) -> str:
@@ -105,6 +109,10 @@ class Point:
         data = {"v": RESULT_VERSION, "trace": self.trace, "policy": self.policy,
                 "cores": self.cores, "load": self.load, "load_unit": self.load_unit,
                 "epoch_ms": self.epoch_ms, "machine": dataclasses.asdict(self.machine)}
+        if self.switch_cost != FLAT:
+            # only then: a flat point keeps the key (and the stored result) it had before
+            # switch costs were a dimension, as its results are unchanged
+            data["switch_cost"] = self.switch_cost
         blob = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()[:20]
 
@@ -115,12 +123,14 @@ class Point:
                 "policy_name": self.policy_name, "heatmap_bits": self.heatmap_bits,
                 "cores": self.cores, "load": self.load, "load_unit": self.load_unit,
                 "l1i_kb": self.l1i_kb,
-                "levels": self.levels, "epoch_ms": self.epoch_ms}
+                "levels": self.levels, "epoch_ms": self.epoch_ms,
+                "switch_cost": self.switch_cost}
 
     def label(self) -> str:
         return (f"{Path(self.trace).name} {self.policy} cores={self.cores} load={self.load} "
                 f"({self.load_unit}) "
-                f"l1i={self.l1i_kb}KB levels={self.levels}")
+                f"l1i={self.l1i_kb}KB levels={self.levels}"
+                + ("" if self.switch_cost == FLAT else f" switch_cost={self.switch_cost}"))
 
 
 @dataclass(frozen=True)
@@ -136,6 +146,13 @@ class Sweep:
 def _positive_int(v: Any, where: str, top: int) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= top:
         raise SweepSpecError(f"{where}: expected an integer in 1..{top}, got {v!r}")
+    return v
+
+
+def _one_of(v: Any, where: str, allowed: Sequence[str]) -> str:
+    if v not in allowed:
+        raise SweepSpecError(f"{where}: expected one of {', '.join(map(repr, allowed))}, "
+                             f"got {v!r}")
     return v
 
 
@@ -217,12 +234,10 @@ def _table_points(table: Any, where: str, root: Path, epoch_ms: float,
     policies = [_split_policy(v, multi("policy", i)) for i, v in enumerate(vals["policy"])]
     cores = [_positive_int(v, multi("cores", i), 1024) for i, v in enumerate(vals["cores"])]
     loads = [_positive_int(v, multi("load", i), 64) for i, v in enumerate(vals["load"])]
-    units = []
-    for i, v in enumerate(vals["load_unit"]):
-        if v not in LOAD_UNITS:
-            raise SweepSpecError(f"{multi('load_unit', i)}: expected one of "
-                                 f"{', '.join(map(repr, LOAD_UNITS))}, got {v!r}")
-        units.append(v)
+    units = [_one_of(v, multi("load_unit", i), LOAD_UNITS)
+             for i, v in enumerate(vals["load_unit"])]
+    costs = [_one_of(v, multi("switch_cost", i), SWITCH_COSTS)
+             for i, v in enumerate(vals["switch_cost"])]
     levels = []
     for i, v in enumerate(vals["levels"]):
         if v not in LEVELS or isinstance(v, bool):
@@ -251,9 +266,9 @@ def _table_points(table: Any, where: str, root: Path, epoch_ms: float,
         if "heatmap_bits" in params:
             raise SweepSpecError(f"{pw}: gives heatmap_bits and so does {where}.heatmap_bits")
         pols.extend(_make_policy(name, {**params, "heatmap_bits": str(b)}, pw) for b in bits)
-    return [Point(t, pol, c, k, u, kb, lv, hb, epoch_ms, machines[kb, lv])
-            for t, (pol, hb), c, k, u, kb, lv in itertools.product(traces, pols, cores, loads,
-                                                                    units, l1i, levels)]
+    return [Point(t, pol, c, k, u, kb, lv, hb, epoch_ms, machines[kb, lv], sc)
+            for t, (pol, hb), c, k, u, kb, lv, sc in itertools.product(
+                traces, pols, cores, loads, units, l1i, levels, costs)]
 
 
 def _as_tables(data: dict, key: str, where: str) -> list:
