@@ -223,11 +223,8 @@ def build_workload(seg, trace=None, wakeups: pd.DataFrame | None = None,
     if wakeups is None:
         wakeups = _trace_wakeups(trace)
     inst = seg.instances
-    pcs = seg.pieces
-    drop = pcs["sched"].to_numpy()
-    if not keep_harness and "harness" in inst:
-        drop = drop | inst["harness"].to_numpy(bool)[pcs["instance"].to_numpy()]
-    pcs = pcs[~drop]
+    pcs = seg.counted_pieces(keep_harness)
+    pcs = pcs[~pcs["sched"].to_numpy()]
     p_inst = pcs["instance"].to_numpy().astype(np.int64)
     p_vcpu = pcs["vcpu"].to_numpy().astype(np.int64)
     p_start = pcs["start"].to_numpy().astype(np.int64)
