@@ -171,7 +171,9 @@ def test_the_pick_forgives_the_compensated_time():
     sim.queue = lambda c: q
     # equal runtimes: linux would pick the first of them (thread 2); cache-fair the credited
     sim.runtime[:] = 0.01
-    assert get_policy("linux").pick_next.__func__(SimpleNamespace(sim=sim), 0) == 0
+    lx = get_policy("linux")
+    lx.attach(sim)
+    assert lx.pick_next(0) == 0
     assert pol.pick_next(0) == 1
     # thread 0 is picked first until it has run its credit more than thread 1 (queue index 2);
     # thread 2, debited, comes last

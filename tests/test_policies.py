@@ -28,7 +28,10 @@ def _two_syscall_types(rounds: int = 60):
 
 
 def test_schedtask_keeps_two_system_call_types_on_their_own_cores():
-    w, fp = _two_syscall_types()
+    # 120 rounds: the threads start on one core, and a thread continues there through its
+    # SuperFunction boundaries (no scheduling points), so the first epochs' breakups swing
+    # between the two types and the allocation with them; enough stable epochs follow.
+    w, fp = _two_syscall_types(rounds=120)
     pol = get_policy("schedtask:stealing=none")  # stealing would move similar work
     eng = Engine(w, fp, pol, SandboxConfig(machine(2), epoch_s=2e-5, max_chunk=1000))
     eng.log = []
@@ -58,6 +61,54 @@ def test_linux_runs_system_calls_where_their_thread_runs():
     check_invariants(eng)
     # without balancing moves, each thread's items run on one core
     assert eng.snapshot(eng.now).migrations.sum() <= 4
+
+
+def _switches(pol, w, fp, cores=1):
+    eng = Engine(w, fp, pol, SandboxConfig(machine(cores), max_chunk=1000))
+    eng.log = []
+    eng.run()
+    check_invariants(eng)
+    return int(eng.snapshot(eng.now).switches.sum()), eng
+
+
+def test_a_system_call_boundary_is_no_scheduling_point_for_linux():
+    # Two threads of 5 system-call rounds each on one core: about 30 us of work, far below
+    # one time slice and the wake-up granularity, so Linux runs the first thread to its end and
+    # then the second: two switches (the first thread's start counts as one), not one per
+    # SuperFunction boundary.
+    w2, fp2 = tiny(list(_thread_items(2, rounds=5)), ntypes=3)
+    n, _ = _switches(get_policy("linux"), w2, fp2)
+    assert n == 2
+
+    class PickEverywhere(type(get_policy("linux"))):
+        pick_at_boundaries = True
+
+    n_pick, _ = _switches(PickEverywhere(), w2, fp2)
+    assert n_pick > 10  # the old rule: the least run time is re-picked at every boundary
+
+
+def _thread_items(nthreads, rounds):
+    for t in range(nthreads):
+        items = [(0, 40, 0, FIRST)]
+        for _ in range(rounds):
+            items += [(0, 3000, 1 + t % 2, START), (0, 40, 0, START)]
+        yield items
+
+
+def test_linux_wakeup_preemption_comes_before_the_slice_ends():
+    # Two CPU-bound threads on one core (6 ms of work each at about 2 G instructions/s): the
+    # second, queued with no run time, preempts the first once the first's vruntime is ahead
+    # by the wake-up granularity (1 ms at one core), before the 3 ms slice of two runnable
+    # threads would end.
+    w, fp = tiny([[(0, 12_000_000, 0, FIRST)], [(0, 12_000_000, 0, FIRST)]], ntypes=1)
+    eng = Engine(w, fp, get_policy("linux"), SandboxConfig(machine(1), max_chunk=20_000))
+    eng.log = []
+    eng.run()
+    starts = sorted((t0, g) for g, c, t0, t1, lo, hi in eng.log if lo == 0)
+    first, second = starts[0][1], starts[1][1]
+    ran = sum(t1 - t0 for g, c, t0, t1, lo, hi in eng.log if g == first and t1 <= starts[1][0])
+    assert 1e-3 <= ran < 1.1e-3
+    assert starts[1][0] < 3e-3
 
 
 class _FakeSim:

@@ -18,6 +18,8 @@ class AsTraced(Policy):
     summary = "replay the trace's own schedule: each item on its traced vCPU, in traced order"
     source = "the trace itself (validation baseline, no paper)"
     preempt_for_interrupts = False
+    # the traced order decides at every item, boundaries included
+    pick_at_boundaries = True
 
     def attach(self, sim) -> None:
         super().attach(sim)

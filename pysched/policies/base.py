@@ -20,6 +20,7 @@ Hooks (all optional):
 ``pick_next``          a core is free: which queued item runs next (default: the head)?
 ``steal``              a core has nothing queued: move work to it from other queues
 ``time_slice``         seconds a thread item may run before the core looks at its queue
+``wakeup_preempt``     a queued thread preempts the running one before its slice ends?
 ``item_done``          an item finished (its cycles: the stats a kernel could collect)
 ``epoch_end``          an epoch of simulated time ended, with its statistics
 ``decisions``          after the run: what the policy decided, as rows (optional)
@@ -62,6 +63,10 @@ class Policy:
     core_factor: int = 1
     #: Seconds between calls of :meth:`tick` (None: never called).
     tick_s: float | None = None
+    #: Whether every SuperFunction boundary is a scheduling point (the queue's pick decides
+    #: who runs next even when the thread stays on its core). False: the thread continues
+    #: unless it must yield (Linux, see :mod:`pysched.sandbox.engine`).
+    pick_at_boundaries: bool = False
 
     def __init__(self, **params) -> None:
         if params:
@@ -112,6 +117,13 @@ class Policy:
     def time_slice(self, work: Work, core: int) -> float:
         """Seconds ``work`` may run on ``core`` before queued work gets a turn."""
         return math.inf
+
+    def wakeup_preempt(self, work: Work, core: int) -> bool:
+        """Whether a thread queued on ``core`` preempts ``work``, the thread item running
+        there, before its time slice ends (asked at the end of each chunk while others wait,
+        and at SuperFunction boundaries, which are no scheduling points otherwise: see
+        :mod:`pysched.sandbox.engine`). Default: never."""
+        return False
 
     def item_done(self, work: Work, core: int, cycles: float, insns: int = 0) -> None:
         """``work`` finished on ``core`` after ``cycles`` busy cycles and ``insns``

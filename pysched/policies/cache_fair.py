@@ -270,18 +270,10 @@ class CacheFair(Linux):
         self.extra_until[t] = self.sim.task_runtime(t) + self.cfs_slice(core) \
             + max(self.extra[t], 0.0)
 
-    def pick_next(self, core: int) -> int | None:
-        """``linux``'s pick (interrupts first, then the least runtime), the runtime less the
-        thread's credit (see the module)."""
-        q = self.sim.queue(core)
-        best, best_rt = None, math.inf
-        for idx, wk in enumerate(q):
-            if wk.is_async:
-                return idx
-            rt = self.sim.task_runtime(wk.task) - self.credit.get(wk.task, 0.0)
-            if rt < best_rt:
-                best, best_rt = idx, rt
-        return best
+    def sort_key(self, task: int) -> float:
+        """``linux``'s ``vruntime`` less the thread's credit: what its pick (interrupts first,
+        then the least key) and wake-up preemption compare (see the module)."""
+        return self.vruntime(task) - self.credit.get(task, 0.0)
 
     def time_slice(self, work, core: int) -> float:
         base = self.cfs_slice(core)

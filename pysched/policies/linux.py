@@ -10,8 +10,18 @@ What is modelled, and where it comes from:
   core if it is idle, else an idle core (searched from the previous one upwards: one LLC
   domain, as every core shares the L3 here), else the previous core.
 * **Pick** (``pick_next_task_fair``): interrupts and bottom halves first; then the queued
-  thread with the least run time so far (least ``vruntime``: all threads have the default
-  weight).
+  thread with the least ``vruntime``: its run time so far (all threads have the default
+  weight) plus the credit ``place_entity`` gives it. A thread that wakes (or starts) is
+  placed at no less than its core's ``min_vruntime`` less half the scaled ``sched_latency``
+  (``GENTLE_FAIR_SLEEPERS``), so a long sleep is no unbounded credit; a thread moved to
+  another core by balancing keeps its ``vruntime`` relative to the cores' ``min_vruntime``
+  (``migrate_task_rq_fair``). ``min_vruntime`` is each core's least ``vruntime`` of its
+  running and queued threads, never decreasing.
+* **Scheduling points**: a system call's entry or return is none (the engine's rule); the
+  running thread yields at the end of its slice, to interrupts, and to a queued thread whose
+  ``vruntime`` is behind its own by more than ``sched_wakeup_granularity`` (1 ms, scaled as
+  the latency: ``check_preempt_wakeup`` at a wake-up and ``check_preempt_tick`` at the tick,
+  both checked here at the end of every chunk).
 * **Time slice** (``sched_slice``): ``sched_latency / nr_running``, at least
   ``min_granularity``, with the default tunables scaled by ``1 + log2(min(cores, 8))``
   (``SCHED_TUNABLESCALING_LOG``): 6 ms and 0.75 ms at one core, 24 ms and 3 ms at 8 or more.
@@ -21,20 +31,17 @@ What is modelled, and where it comes from:
   shortest queue while they differ by two or more (``load_balance``).
 
 Not modelled: task weights and nice levels, NUMA, the wake-affine heuristic's preference for
-the waker's core, and the cost of the balancing code itself.
-
-Approximation, measured: the pick runs at every SuperFunction boundary (the engine asks the
-policy whenever another thread waits on the core), where Linux does not schedule at a system
-call's entry or return, only at blocking, wake-up preemption and the tick. So this policy
-switches more often than the traced kernel: on data/dss, one copy on 2 cores, 5,501 switches
-against the trace's 392 (``as-traced`` replays 385); on data/iscp 342 against 544. Each pays
-the sandbox's switch cost (:mod:`pysched.sandbox.switch_cost`).
+the waker's core, the minimum run time before a tick preempts (``min_granularity``), and the
+cost of the balancing code itself.
 """
 from __future__ import annotations
 
 import math
 
-from .base import Policy
+from .base import LATENCY_S, Policy
+
+#: ``sysctl_sched_wakeup_granularity`` at one CPU (scaled as :data:`~.base.LATENCY_S`).
+WAKEUP_GRANULARITY_S = 0.001
 
 
 class Linux(Policy):
@@ -42,8 +49,52 @@ class Linux(Policy):
     summary = "CFS-like: per-core queues, affinity, least-runtime pick, time slices, balancing"
     source = "Linux kernel/sched/fair.c (CFS), as the SchedTask paper's baseline (section 6.1)"
 
+    def attach(self, sim) -> None:
+        super().attach(sim)
+        self._factor = 1 + math.log2(min(sim.ncores, 8))
+        self._lag: dict[int, float] = {}        # vruntime - run time, per thread
+        self._floor = [0.0] * sim.ncores         # min_vruntime per core
+
+    # --- vruntime ------------------------------------------------------------------------------
+    def vruntime(self, task: int) -> float:
+        """Thread ``task``'s ``vruntime``: its run time plus the credit of its placements."""
+        return self.sim.task_runtime(task) + self._lag.get(task, 0.0)
+
+    def sort_key(self, task: int) -> float:
+        """What the pick and wake-up preemption compare: the ``vruntime`` (subclasses adjust
+        it, as seed 003's credit)."""
+        return self.vruntime(task)
+
+    def min_vruntime(self, core: int) -> float:
+        """``core``'s ``min_vruntime``: the least ``vruntime`` of its running and queued
+        threads, never decreasing (unchanged while it has none)."""
+        sim = self.sim
+        vrs = [self.vruntime(wk.task) for wk in sim.queue(core) if not wk.is_async]
+        run = sim.running(core)
+        if run is not None and not run.is_async:
+            vrs.append(self.vruntime(run.task))
+        if vrs:
+            self._floor[core] = max(self._floor[core], min(vrs))
+        return self._floor[core]
+
+    def _move(self, wk, src: int, dst: int) -> None:
+        # migrate_task_rq_fair: vruntime is kept relative to the queues' min_vruntime
+        self._lag[wk.task] = (self._lag.get(wk.task, 0.0) - self.min_vruntime(src)
+                              + self.min_vruntime(dst))
+        self.sim.move(wk, dst)
+
     # --- placement ---------------------------------------------------------------------------
     def thread_ready(self, work, last_core: int) -> int:
+        core = self._select(last_core)
+        if work.task >= 0:
+            # place_entity: a sleeper's credit is at most half the latency
+            lo = self.min_vruntime(core) - self._factor * LATENCY_S / 2
+            vr = self.vruntime(work.task)
+            if vr < lo:
+                self._lag[work.task] = self._lag.get(work.task, 0.0) + lo - vr
+        return core
+
+    def _select(self, last_core: int) -> int:
         sim = self.sim
         if sim.is_idle(last_core):
             return last_core
@@ -66,13 +117,20 @@ class Linux(Policy):
         for idx, wk in enumerate(q):
             if wk.is_async:
                 return idx
-            rt = self.sim.task_runtime(wk.task)
+            rt = self.sort_key(wk.task)
             if rt < best_rt:
                 best, best_rt = idx, rt
         return best
 
     def time_slice(self, work, core: int) -> float:
         return self.cfs_slice(core)
+
+    def wakeup_preempt(self, work, core: int) -> bool:
+        q = [self.sort_key(wk.task) for wk in self.sim.queue(core) if not wk.is_async]
+        if not q or work.task < 0:
+            return False
+        gran = self._factor * WAKEUP_GRANULARITY_S
+        return self.sort_key(work.task) - min(q) > gran
 
     # --- balancing ---------------------------------------------------------------------------
     def _threads(self, core: int) -> list:
@@ -87,7 +145,7 @@ class Linux(Policy):
                 busiest, most = c, k
         # Pull only from a core that has a thread waiting behind a running one.
         if busiest >= 0 and (most >= 2 or sim.running(busiest) is not None):
-            sim.move(self._threads(busiest)[-1], core)
+            self._move(self._threads(busiest)[-1], busiest, core)
 
     def epoch_end(self, epoch: int, stats) -> None:
         sim = self.sim
@@ -98,4 +156,4 @@ class Linux(Policy):
             lo = min(range(n), key=lens.__getitem__)
             if lens[hi] - lens[lo] < 2 or not self._threads(hi):
                 return
-            sim.move(self._threads(hi)[-1], lo)
+            self._move(self._threads(hi)[-1], hi, lo)

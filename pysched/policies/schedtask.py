@@ -28,7 +28,9 @@ Our choices where the paper is silent: before the first TAlloc (the first epoch)
 allocation table and every SuperFunction runs locally, an idle core then stealing any queued
 work (the paper's table exists from system initialisation); application SuperFunctions keep
 CFS-like time slices within a core (the ``linux`` policy's), OS SuperFunctions run to
-completion; the allocation gives each type the consecutive cores from
+completion; a SuperFunction that TMigrate places on the core its thread is on continues there
+at once (Algorithm 1 migrates only to another core; the engine's rule that a boundary is no
+scheduling point), queued work of the core waiting as behind any running thread; the allocation gives each type the consecutive cores from
 ``round(cores * cumulative fraction before it)`` to ``round(cores * cumulative fraction after
 it)`` in decreasing order of fraction (at least one): types smaller than a core share one with
 their neighbours.

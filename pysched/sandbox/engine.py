@@ -35,6 +35,17 @@ Rules (each an approximation of a real machine, written down here where it is ma
 * **Interrupts first**: when an interrupt or bottom half is queued on a core that runs a thread
   item, the thread is preempted at the end of the chunk (unless the policy sets
   ``preempt_for_interrupts = False``); its rest goes back to the queue.
+* **Scheduling points**: a thread item gives its core to the queue only at the end of a chunk
+  where an interrupt waits, its time slice (the policy's ``time_slice``) is over, or the
+  policy's ``wakeup_preempt`` says so (CFS's wake-up preemption, checked at chunk ends, so
+  late by at most one chunk), and when it blocks (its thread's next item is not ready). A
+  SuperFunction boundary (a system call's entry or return, an exception, the resumption of a
+  traced preemption) that the policy places on the thread's own core is none: the thread
+  continues there, as Linux reschedules on the way back from a system call or an exception
+  only when ``TIF_NEED_RESCHED`` is set (``exit_to_user_mode_loop``), that is after the
+  tick or a wake-up found the current thread should be preempted. A policy that schedules
+  every SuperFunction as a unit of its own sets ``pick_at_boundaries = True`` (the
+  ``as-traced`` oracle, which replays the traced order).
 * **Load**: ``load = K`` runs K copies of the whole workload (threads, interrupts and bottom
   halves; see :mod:`.workload`). Copies execute the same code frames; the physical addresses of
   their data accesses (loads and stores) are moved by ``copy * DATA_COPY_STRIDE`` so that each
@@ -713,10 +724,7 @@ class Engine:
             else:
                 wk = self.work(g)
                 q = self.queues[c]
-                if not wk.is_async and q and (
-                        (getattr(self.policy, "preempt_for_interrupts", True)
-                         and any(x.is_async for x in q))
-                        or self.now - self.core_slice[c] >= self.policy.time_slice(wk, c)):
+                if not wk.is_async and q and self._yields(wk, c):
                     self.core_item[c] = -1
                     self.ready_t[g] = self.now
                     q.append(wk)
@@ -749,14 +757,37 @@ class Engine:
         self.pending[ng] -= 1
         if self.pending[ng] == 0:
             self.ready(ng, c)
-            # Continue the thread here at once when the policy kept it on this core and
-            # nothing else waits (a system call runs where its thread runs, no switch).
+            # Continue the thread here at once when the policy kept it on this core (a system
+            # call runs where its thread runs, no switch): when nothing else waits, or, at a
+            # boundary that is no scheduling point (see the module), unless it must yield.
             q = self.queues[c]
-            if len(q) == 1 and q[0].gid == ng and not self.incoming[c] \
-                    and self.policy.pick_next(c) == 0:
+            if not q or q[-1].gid != ng or self.incoming[c]:
+                return
+            if len(q) == 1:
+                keep = self.policy.pick_next(c) == 0
+            elif getattr(self.policy, "pick_at_boundaries", False):
+                keep = False
+            else:
+                wk = q.pop()
+                keep = not self._yields(wk, c)
+                q.append(wk)
+            if keep:
                 q.pop()
                 self.s_waits += 1
                 self.start_chunk(c, ng)
+
+    def _yields(self, wk: Work, c: int) -> bool:
+        """Whether thread item ``wk``, running on ``c`` (or continuing there at a boundary),
+        gives the core to the queue now: an interrupt or bottom half waits (unless the
+        policy sets ``preempt_for_interrupts = False``), its time slice is over, or the
+        policy's ``wakeup_preempt`` says a queued thread preempts it."""
+        pol = self.policy
+        q = self.queues[c]
+        if getattr(pol, "preempt_for_interrupts", True) and any(x.is_async for x in q):
+            return True
+        if self.now - self.core_slice[c] >= pol.time_slice(wk, c):
+            return True
+        return bool(pol.wakeup_preempt(wk, c))
 
     # --- the loop -----------------------------------------------------------------------------
     def setup(self) -> None:

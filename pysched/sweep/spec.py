@@ -56,8 +56,10 @@ DIMENSIONS: dict[str, Any] = {"trace": None, "policy": None, "cores": 8, "load":
 SWEEP_KEYS = ("epoch_ms", "machine")
 #: Bumped when a change would make an old result file wrong for the same point. 2: ``load``
 #: became relative to the machine (``load_unit``); version 1's load was copies of the trace.
-#: 3: the capture harness's own work is left out of the replayed workload.
-RESULT_VERSION = 3
+#: 3: the capture harness's own work is left out of the replayed workload. 4: SuperFunction
+#: boundaries are no scheduling points and ``linux`` has wake-up preemption and vruntime
+#: placement (:mod:`pysched.sandbox.engine`).
+RESULT_VERSION = 4
 
 
 class SweepSpecError(ValueError):
