@@ -28,10 +28,7 @@ def _two_syscall_types(rounds: int = 60):
 
 
 def test_schedtask_keeps_two_system_call_types_on_their_own_cores():
-    # 120 rounds: the threads start on one core, and a thread continues there through its
-    # SuperFunction boundaries (no scheduling points), so the first epochs' breakups swing
-    # between the two types and the allocation with them; enough stable epochs follow.
-    w, fp = _two_syscall_types(rounds=120)
+    w, fp = _two_syscall_types()
     pol = get_policy("schedtask:stealing=none")  # stealing would move similar work
     eng = Engine(w, fp, pol, SandboxConfig(machine(2), epoch_s=2e-5, max_chunk=1000))
     eng.log = []

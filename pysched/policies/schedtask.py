@@ -16,6 +16,12 @@ Algorithm 1 specify.
   times of the SuperFunctions in its runnable queue), or stays on the local core when its type
   has no entry. Returning to the parent SuperFunction is placed the same way by the parent's
   type (the parent's allocation), a woken thread by the type it resumes, a preempted one stays.
+* **Every SuperFunction boundary is a scheduling point** (Algorithm 1 ``startSuperFunction``,
+  lines 17-21: a starting SuperFunction is appended to the runnable queue of the chosen core,
+  the local one included; ``stopSuperFunction`` and ``executeNextRunnableTask`` then run the
+  head of the local queue): ``pick_at_boundaries``, unlike the thread-based policies; the head
+  runs next, first come first served (an interrupt queued behind a running thread item
+  preempts it at the end of its chunk: the engine's rule).
 * **Interrupts** (5.2): to the allocated cores of their type (least waiting time); types absent
   from the stats table go to core 0. Bottom halves are SuperFunctions placed by TMigrate.
 * **Stealing** (5.3, Algorithm 1 ``stealWorkOfOtherCores``): an idle core first steals one
@@ -28,9 +34,7 @@ Our choices where the paper is silent: before the first TAlloc (the first epoch)
 allocation table and every SuperFunction runs locally, an idle core then stealing any queued
 work (the paper's table exists from system initialisation); application SuperFunctions keep
 CFS-like time slices within a core (the ``linux`` policy's), OS SuperFunctions run to
-completion; a SuperFunction that TMigrate places on the core its thread is on continues there
-at once (Algorithm 1 migrates only to another core; the engine's rule that a boundary is no
-scheduling point), queued work of the core waiting as behind any running thread; the allocation gives each type the consecutive cores from
+completion; the allocation gives each type the consecutive cores from
 ``round(cores * cumulative fraction before it)`` to ``round(cores * cumulative fraction after
 it)`` in decreasing order of fraction (at least one): types smaller than a core share one with
 their neighbours.
@@ -53,6 +57,8 @@ class SchedTask(Policy):
     summary = ("SchedTask: TAlloc cores by superFuncType, TMigrate to the least-waiting core, "
                "IRQ routing, same-then-similar stealing")
     source = "seed 000 (SchedTask), sections 3.2, 5.2, 5.3, Algorithm 1"
+    # Algorithm 1: a starting SuperFunction joins the back of a runnable queue, even locally
+    pick_at_boundaries = True
 
     def __init__(self, heatmap_bits: int = 512, threshold: float = 0.98,
                  stealing: str = "similar") -> None:
