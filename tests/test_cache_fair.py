@@ -153,7 +153,7 @@ def test_a_thread_below_its_fair_ipc_gets_time_from_a_best_effort_thread():
 
 
 def test_the_pick_forgives_the_compensated_time():
-    # on the CFS-like base the least-runtime pick would take a longer slice back: the
+    # on the CFS-like base the least-vruntime pick would take a longer slice back: the
     # adjustment is credited to the fair thread's runtime and debited from the best-effort one
     sim = FakeSim(ntasks=4)
     pol = get_policy("cache-fair:fair=0:best_effort=2:interval_insns=1000:fair_rate=0.001:"

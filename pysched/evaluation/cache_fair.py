@@ -9,12 +9,11 @@ The setting, scaled to our traces:
   :func:`.asymmetric.acmp_machine`, has the same), so that the principal's 2 MiB fits in a fair
   half and not beside a cache-hungry co-runner.
 * **Principal**: ``chase-mid`` (our pointer chase over 2 MiB): the thread of the trace with the
-  most application instructions, 385,069 of the trace's 2 M. The rest is mostly interrupt
-  handlers (1.14 M instructions; recording every data access slows the guest several times
-  over while its clock is the host's, so interrupts come far more often per instruction, as
-  ``data/README.md`` shows for ``dss-mem/``), replayed at their traced times in every run, and
-  the shell's helpers. So the principal makes about four passes over its 32,768
-  nodes, and its first, cold pass is a large part of its time in every schedule.
+  most application instructions, 1,902,777 of the trace's 2 M. The rest is interrupt handlers
+  (78 K instructions), replayed at their traced times in every run, and the shell's helpers.
+  (The capture before, on a busy host, had a principal of 385,069 instructions beside 1.14 M
+  of interrupt handlers: recording every data access slows the guest several times over while
+  its clock is the host's, so a loaded host multiplies the timer interrupts per instruction.)
 * **Schedules** (section 5.1, Table 2: the principal with three identical co-runners, one of
   them best-effort, the other two not managed): ``slow``, three copies of ``chase-large``
   (64 MiB, the high-miss-rate co-runner); and co-runners that are OS-intensive, ``netserver``
@@ -34,15 +33,16 @@ The setting, scaled to our traces:
   thread's CPU time up to the principal's completion under cache-fair against the default
   (Table 3: "how much less CPU time the best-effort thread received").
 
-Approximations, written down here: the paper's intervals are scaled to our principal's
-385,069 instructions as they are to its 500 M: a sampling run counts from ``min_run_insns`` =
-8,000 instructions (10 M, 1/50), the time slice is adjusted every ``interval_insns`` = 40,000
-instructions (50 M, about 1/10), and the counters are read every 20 us (``sample_us``, 100 us
-by default) to see such short runs; with the fair miss rate given, the scheduling phase
+Approximations, written down here: the paper's intervals were scaled to the previous
+capture's principal of 385,069 instructions as they are to the paper's 500 M, and are kept for
+the current one of 1.90 M (so they are about 5 times shorter than that proportion): a sampling
+run counts from ``min_run_insns`` = 8,000 instructions (10 M, 1/50), the time slice is adjusted
+every ``interval_insns`` = 40,000 instructions (50 M, about 1/10), and the counters are read
+every 20 us (``sample_us``, 100 us by default) to see such short runs; with the fair miss rate given, the scheduling phase
 still begins after ``samples * min_run_insns`` = 80,000 instructions, what the sampling phase
 would have taken (:mod:`pysched.policies.cache_fair`); the default scheduler is our
 ``linux`` (CFS-like), not Solaris's fixed-priority one; ``chase-small`` is not a schedule of
-its own: its thread's 569 K instructions (IPC 1.8) end in under half a millisecond, after
+its own: its thread's 1.91 M instructions (its 16 KiB fit in the L1d) end in under a millisecond, after
 which the principal would run alone and its time would measure the CPU share, not the cache.
 """
 from __future__ import annotations

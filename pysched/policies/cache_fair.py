@@ -30,11 +30,11 @@ The model and its rules, with the section each comes from:
 * **The adjustment is CPU time** (section 2, Figure 1: the thread's box is widened, and the
   best-effort thread's narrowed, so that its work per CPU share is its fair one). The paper's
   base scheduler (Solaris's time-sharing class) gives each thread its slice in turn, so a
-  longer slice is more CPU time. Our base is CFS-like: the least-runtime pick would take a
-  longer slice back at the next picks. So every adjustment is also credited to the thread's
-  runtime as the pick sees it (``runtime - credit``; the best-effort thread is debited the
-  same), which makes it a change of CPU share on this base as a longer slice is on the
-  paper's. Without the credit, cache-fair on the CFS-like base changed no completion time of
+  longer slice is more CPU time. Our base is CFS-like: the least-``vruntime`` pick (and its
+  wake-up preemption) would take a longer slice back at the next picks. So every adjustment is
+  also credited to the thread's ``vruntime`` as the pick and the preemption see it
+  (``vruntime - credit``, ``sort_key``; the best-effort thread is debited the same), which makes
+  it a change of CPU share on this base as a longer slice is on the paper's. Without the credit, cache-fair on the CFS-like base changed no completion time of
   seed 003's schedules (``notebooks/06-cache-fair.ipynb``).
 
 Approximations, written down here: the counters are read every ``sample_us`` (100 us) of

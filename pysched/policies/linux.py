@@ -46,7 +46,8 @@ WAKEUP_GRANULARITY_S = 0.001
 
 class Linux(Policy):
     name = "linux"
-    summary = "CFS-like: per-core queues, affinity, least-runtime pick, time slices, balancing"
+    summary = ("CFS-like: per-core queues, affinity, least-vruntime pick, wake-up preemption, "
+               "time slices, balancing")
     source = "Linux kernel/sched/fair.c (CFS), as the SchedTask paper's baseline (section 6.1)"
 
     def attach(self, sim) -> None:
