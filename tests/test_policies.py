@@ -12,6 +12,7 @@ from pysched.policies import get_policy
 from pysched.policies.schedtask import SchedTask
 from pysched.sandbox import SandboxConfig
 from pysched.sandbox.engine import Engine, Work
+from pysched.superfunctions.functype import Category
 
 
 def _two_syscall_types(rounds: int = 60):
@@ -106,6 +107,32 @@ def test_linux_wakeup_preemption_comes_before_the_slice_ends():
     ran = sum(t1 - t0 for g, c, t0, t1, lo, hi in eng.log if g == first and t1 <= starts[1][0])
     assert 1e-3 <= ran < 1.1e-3
     assert starts[1][0] < 3e-3
+
+
+def test_schedtask_takes_a_hardware_interrupt_at_once_and_queues_bottom_halves():
+    # One core, three threads of long application items queued: the interrupt released at
+    # 20 us starts at the end of the running chunk (1,000 instructions, well under 2 us), not
+    # behind the queued SuperFunctions; the bottom half released with it waits its turn.
+    threads = [[(0, 200_000, 0, FIRST)] for _ in range(3)]
+    w, fp = tiny(threads, [(0, 500, 1, 2e-5)], ntypes=3)
+    bh = tiny(threads, [(0, 500, 2, 2e-5)], ntypes=3)
+    w.category[3] = int(Category.INTERRUPT)
+    eng = Engine(w, fp, get_policy("schedtask"), SandboxConfig(machine(1), max_chunk=1000))
+    eng.log = []
+    eng.run()
+    check_invariants(eng)
+    start = min(t0 for g, c, t0, t1, lo, hi in eng.log if g == 3)
+    assert 2e-5 <= start < 2e-5 + 2e-6
+    wb, fpb = bh
+    wb.category[3] = int(Category.BOTTOM_HALF)
+    wb.type_category[2] = int(Category.BOTTOM_HALF)
+    eng = Engine(wb, fpb, get_policy("schedtask"), SandboxConfig(machine(1), max_chunk=1000))
+    eng.log = []
+    eng.run()
+    check_invariants(eng)
+    start = min(t0 for g, c, t0, t1, lo, hi in eng.log if g == 3)
+    first_done = min(max(t1 for g2, c, t0, t1, lo, hi in eng.log if g2 == g) for g in range(3))
+    assert start >= first_done  # queued behind the SuperFunctions before it
 
 
 class _FakeSim:

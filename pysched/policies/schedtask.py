@@ -20,8 +20,11 @@ Algorithm 1 specify.
   lines 17-21: a starting SuperFunction is appended to the runnable queue of the chosen core,
   the local one included; ``stopSuperFunction`` and ``executeNextRunnableTask`` then run the
   head of the local queue): ``pick_at_boundaries``, unlike the thread-based policies; the head
-  runs next, first come first served (an interrupt queued behind a running thread item
-  preempts it at the end of its chunk: the engine's rule).
+  runs next, first come first served. A hardware interrupt is no queued SuperFunction: the
+  routed core takes it at once (5.2 programs the interrupt controller to route it; a handler
+  preempts whatever runs), so it runs first and preempts a running thread item at the end of
+  its chunk (the engine's rule); bottom halves are SuperFunctions placed by TMigrate and wait
+  their turn in the queue (``preempt_for_bottom_halves = False``).
 * **Interrupts** (5.2): to the allocated cores of their type (least waiting time); types absent
   from the stats table go to core 0. Bottom halves are SuperFunctions placed by TMigrate.
 * **Stealing** (5.3, Algorithm 1 ``stealWorkOfOtherCores``): an idle core first steals one
@@ -50,6 +53,7 @@ from pysched.superfunctions.functype import Category
 from .base import Policy
 
 STEALING = ("none", "same", "similar")
+_INTERRUPT = int(Category.INTERRUPT)
 
 
 class SchedTask(Policy):
@@ -59,6 +63,8 @@ class SchedTask(Policy):
     source = "seed 000 (SchedTask), sections 3.2, 5.2, 5.3, Algorithm 1"
     # Algorithm 1: a starting SuperFunction joins the back of a runnable queue, even locally
     pick_at_boundaries = True
+    # bottom halves are queued SuperFunctions; hardware interrupts preempt (see the module)
+    preempt_for_bottom_halves = False
 
     def __init__(self, heatmap_bits: int = 512, threshold: float = 0.98,
                  stealing: str = "similar") -> None:
@@ -186,6 +192,17 @@ class SchedTask(Policy):
 
     def time_slice(self, work, core: int) -> float:
         return self.cfs_slice(core) if self.is_app[work.type_id] else math.inf
+
+    def pick_next(self, core: int) -> int | None:
+        """The first hardware interrupt queued, else the head (Algorithm 1
+        ``executeNextRunnableTask``)."""
+        q = self.sim.queue(core)
+        if not q:
+            return None
+        for idx, wk in enumerate(q):
+            if wk.is_async and wk.category == _INTERRUPT:
+                return idx
+        return 0
 
     # --- stealing (Algorithm 1) ---------------------------------------------------------------
     def steal(self, core: int) -> None:

@@ -34,7 +34,9 @@ Rules (each an approximation of a real machine, written down here where it is ma
   switch, and no extra charge for the move).
 * **Interrupts first**: when an interrupt or bottom half is queued on a core that runs a thread
   item, the thread is preempted at the end of the chunk (unless the policy sets
-  ``preempt_for_interrupts = False``); its rest goes back to the queue.
+  ``preempt_for_interrupts = False``; a policy that queues bottom halves as work of their own
+  sets ``preempt_for_bottom_halves = False``, so that only hardware interrupts preempt); its
+  rest goes back to the queue.
 * **Scheduling points**: a thread item gives its core to the queue only at the end of a chunk
   where an interrupt waits, its time slice (the policy's ``time_slice``) is over, or the
   policy's ``wakeup_preempt`` says so (CFS's wake-up preemption, checked at chunk ends, so
@@ -78,6 +80,7 @@ from pysched.models.caches.hierarchy import Hierarchy
 from pysched.models.cores.config import CoreConfig
 from pysched.models.cores.timing import stall_table
 from pysched.models.machine import MachineConfig
+from pysched.superfunctions.functype import Category
 
 from .footprint import Footprint
 from .metrics import SandboxStats
@@ -91,6 +94,7 @@ from pysched.constants import EPOCH_SECONDS
 DATA_COPY_STRIDE = np.uint64(1 << 40)
 
 _EV_CORE, _EV_RELEASE, _EV_EPOCH, _EV_TICK = 0, 1, 2, 3
+_INTERRUPT = int(Category.INTERRUPT)
 
 
 @dataclass(frozen=True)
@@ -783,8 +787,10 @@ class Engine:
         policy's ``wakeup_preempt`` says a queued thread preempts it."""
         pol = self.policy
         q = self.queues[c]
-        if getattr(pol, "preempt_for_interrupts", True) and any(x.is_async for x in q):
-            return True
+        if getattr(pol, "preempt_for_interrupts", True):
+            bh = getattr(pol, "preempt_for_bottom_halves", True)
+            if any(x.is_async and (bh or x.category == _INTERRUPT) for x in q):
+                return True
         if self.now - self.core_slice[c] >= pol.time_slice(wk, c):
             return True
         return bool(pol.wakeup_preempt(wk, c))
