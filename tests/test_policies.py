@@ -123,6 +123,9 @@ def test_schedtask_takes_a_hardware_interrupt_at_once_and_queues_bottom_halves()
     check_invariants(eng)
     start = min(t0 for g, c, t0, t1, lo, hi in eng.log if g == 3)
     assert 2e-5 <= start < 2e-5 + 2e-6
+    st = eng.snapshot(eng.now)
+    assert (st.irqs, st.bhs) == (1, 0)
+    assert st.irq_latency_s == pytest.approx(start - 2e-5)
     wb, fpb = bh
     wb.category[3] = int(Category.BOTTOM_HALF)
     wb.type_category[2] = int(Category.BOTTOM_HALF)
@@ -133,6 +136,9 @@ def test_schedtask_takes_a_hardware_interrupt_at_once_and_queues_bottom_halves()
     start = min(t0 for g, c, t0, t1, lo, hi in eng.log if g == 3)
     first_done = min(max(t1 for g2, c, t0, t1, lo, hi in eng.log if g2 == g) for g in range(3))
     assert start >= first_done  # queued behind the SuperFunctions before it
+    st = eng.snapshot(eng.now)
+    assert (st.irqs, st.bhs) == (0, 1)
+    assert st.bh_latency_s == pytest.approx(start - 2e-5)
 
 
 class _FakeSim:

@@ -426,6 +426,8 @@ class Engine:
         self.s_wait = 0.0
         self.s_waits = 0
         self.s_lat = 0.0
+        self.s_bh_lat = 0.0
+        self.s_bhs = 0
         self.s_irqs = 0
         self.s_events = 0
 
@@ -441,6 +443,7 @@ class Engine:
             self.s_switches.copy(), self.s_migs.copy(), self.s_steals.copy(),
             self.s_type_insns.copy(), self.s_type_cycles.copy(), self.s_type_items.copy(),
             self.s_task_insns.copy(), self.s_task_want.copy(), self.s_wait, self.s_waits, self.s_lat, self.s_irqs,
+            self.s_bh_lat, self.s_bhs,
             self.s_events, self.hier.stats)
 
     # --- items --------------------------------------------------------------------------------
@@ -667,9 +670,12 @@ class Engine:
         wk = q.pop(idx)
         g = wk.gid
         extra = 0.0
-        if wk.is_async:
+        if wk.is_async and wk.category == _INTERRUPT:
             self.s_irqs += 1
             self.s_lat += self.now - self.ready_t[g]
+        elif wk.is_async:
+            self.s_bhs += 1
+            self.s_bh_lat += self.now - self.ready_t[g]
         else:
             self.s_waits += 1
             self.s_wait += self.now - self.ready_t[g]

@@ -37,7 +37,10 @@ class SandboxStats(Record):
     wait_s, waits : float, int
         Run-queue waiting time of thread items (ready to running) and their number.
     irq_latency_s, irqs : float, int
-        Arrival to handler start of interrupt and bottom-half items, and their number.
+        Arrival to handler start of hardware-interrupt items, and their number (the paper's
+        interrupt latency, section 6.1).
+    bh_latency_s, bhs : float, int
+        The same of bottom-half items (a policy may queue them as work of their own).
     events : int
         Application events completed (see :mod:`pysched.sandbox.app_events`).
     cache : CacheStats
@@ -64,6 +67,8 @@ class SandboxStats(Record):
     waits: int
     irq_latency_s: float
     irqs: int
+    bh_latency_s: float
+    bhs: int
     events: int
     cache: CacheStats
 
@@ -132,6 +137,7 @@ def stats_row(s: SandboxStats, app_classes: np.ndarray) -> dict[str, float]:
         "steals": int(s.steals.sum()),
         "wait_mean_s": s.wait_s / s.waits if s.waits else float("nan"),
         "irq_latency_mean_s": s.irq_latency_s / s.irqs if s.irqs else float("nan"),
+        "bh_latency_mean_s": s.bh_latency_s / s.bhs if s.bhs else float("nan"),
         "events": int(s.events),
         "events_per_s": s.events_per_s,
         "fairness": s.jain_fairness(),
