@@ -103,10 +103,22 @@ def test_linux_wakeup_preemption_comes_before_the_slice_ends():
     eng.log = []
     eng.run()
     starts = sorted((t0, g) for g, c, t0, t1, lo, hi in eng.log if lo == 0)
-    first, second = starts[0][1], starts[1][1]
+    first = starts[0][1]
     ran = sum(t1 - t0 for g, c, t0, t1, lo, hi in eng.log if g == first and t1 <= starts[1][0])
     assert 1e-3 <= ran < 1.1e-3
     assert starts[1][0] < 3e-3
+
+
+def _irq_start(w, fp, category: Category):
+    """Run ``w`` (item 3 its only interrupt-like item, made ``category``) under SchedTask on
+    one core; the engine and when item 3 started."""
+    w.category[3] = int(category)
+    w.type_category[w.type_id[3]] = int(category)
+    eng = Engine(w, fp, get_policy("schedtask"), SandboxConfig(machine(1), max_chunk=1000))
+    eng.log = []
+    eng.run()
+    check_invariants(eng)
+    return eng, min(t0 for g, c, t0, t1, lo, hi in eng.log if g == 3)
 
 
 def test_schedtask_takes_a_hardware_interrupt_at_once_and_queues_bottom_halves():
@@ -114,26 +126,13 @@ def test_schedtask_takes_a_hardware_interrupt_at_once_and_queues_bottom_halves()
     # 20 us starts at the end of the running chunk (1,000 instructions, well under 2 us), not
     # behind the queued SuperFunctions; the bottom half released with it waits its turn.
     threads = [[(0, 200_000, 0, FIRST)] for _ in range(3)]
-    w, fp = tiny(threads, [(0, 500, 1, 2e-5)], ntypes=3)
-    bh = tiny(threads, [(0, 500, 2, 2e-5)], ntypes=3)
-    w.category[3] = int(Category.INTERRUPT)
-    eng = Engine(w, fp, get_policy("schedtask"), SandboxConfig(machine(1), max_chunk=1000))
-    eng.log = []
-    eng.run()
-    check_invariants(eng)
-    start = min(t0 for g, c, t0, t1, lo, hi in eng.log if g == 3)
+    eng, start = _irq_start(*tiny(threads, [(0, 500, 1, 2e-5)], ntypes=3), Category.INTERRUPT)
     assert 2e-5 <= start < 2e-5 + 2e-6
     st = eng.snapshot(eng.now)
     assert (st.irqs, st.bhs) == (1, 0)
     assert st.irq_latency_s == pytest.approx(start - 2e-5)
-    wb, fpb = bh
-    wb.category[3] = int(Category.BOTTOM_HALF)
-    wb.type_category[2] = int(Category.BOTTOM_HALF)
-    eng = Engine(wb, fpb, get_policy("schedtask"), SandboxConfig(machine(1), max_chunk=1000))
-    eng.log = []
-    eng.run()
-    check_invariants(eng)
-    start = min(t0 for g, c, t0, t1, lo, hi in eng.log if g == 3)
+    eng, start = _irq_start(*tiny(threads, [(0, 500, 2, 2e-5)], ntypes=3),
+                            Category.BOTTOM_HALF)
     first_done = min(max(t1 for g2, c, t0, t1, lo, hi in eng.log if g2 == g) for g in range(3))
     assert start >= first_done  # queued behind the SuperFunctions before it
     st = eng.snapshot(eng.now)
