@@ -47,7 +47,8 @@ Rules (each an approximation of a real machine, written down here where it is ma
   only when ``TIF_NEED_RESCHED`` is set (``exit_to_user_mode_loop``), that is after the
   tick or a wake-up found the current thread should be preempted. A policy that schedules
   every SuperFunction as a unit of its own sets ``pick_at_boundaries = True`` (the
-  ``as-traced`` oracle, which replays the traced order).
+  ``as-traced`` oracle, which replays the traced order, and SchedTask, whose Algorithm 1
+  queues every starting SuperFunction).
 * **Load**: ``load = K`` runs K copies of the whole workload (threads, interrupts and bottom
   halves; see :mod:`.workload`). Copies execute the same code frames; the physical addresses of
   their data accesses (loads and stores) are moved by ``copy * DATA_COPY_STRIDE`` so that each
