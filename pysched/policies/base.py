@@ -39,6 +39,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from pysched.superfunctions.functype import Category
+
+_INTERRUPT = int(Category.INTERRUPT)
+
 #: CFS's default tunables (``kernel/sched/fair.c``): sched_latency and min_granularity at one
 #: CPU, scaled by ``1 + log2(min(cpus, 8))`` (``SCHED_TUNABLESCALING_LOG``).
 LATENCY_S = 0.006
@@ -153,12 +157,13 @@ class Policy:
         """CFS's shortest slice here: the minimum granularity, scaled as in :meth:`cfs_slice`."""
         return (1 + math.log2(min(self.sim.ncores, 8))) * MIN_GRANULARITY_S
 
-    def interrupts_first(self, core: int) -> int | None:
-        """Queue index of the first interrupt or bottom half, else the head (None: empty)."""
+    def interrupts_first(self, core: int, bottom_halves: bool = True) -> int | None:
+        """Queue index of the first interrupt (or bottom half, unless ``bottom_halves`` is
+        False: hardware interrupts only), else the head (None: empty)."""
         q = self.sim.queue(core)
         if not q:
             return None
         for idx, wk in enumerate(q):
-            if wk.is_async:
+            if wk.is_async and (bottom_halves or wk.category == _INTERRUPT):
                 return idx
         return 0

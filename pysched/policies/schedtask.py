@@ -53,7 +53,6 @@ from pysched.superfunctions.functype import Category
 from .base import Policy
 
 STEALING = ("none", "same", "similar")
-_INTERRUPT = int(Category.INTERRUPT)
 
 
 class SchedTask(Policy):
@@ -196,13 +195,7 @@ class SchedTask(Policy):
     def pick_next(self, core: int) -> int | None:
         """The first hardware interrupt queued, else the head (Algorithm 1
         ``executeNextRunnableTask``)."""
-        q = self.sim.queue(core)
-        if not q:
-            return None
-        for idx, wk in enumerate(q):
-            if wk.is_async and wk.category == _INTERRUPT:
-                return idx
-        return 0
+        return self.interrupts_first(core, bottom_halves=False)
 
     # --- stealing (Algorithm 1) ---------------------------------------------------------------
     def steal(self, core: int) -> None:
