@@ -178,6 +178,29 @@ def test_fixed_input_same_result():
         assert x == y
 
 
+def test_copy_fairness_compares_the_copies_of_each_thread_only():
+    from dataclasses import replace
+    w, fp = tiny([[(0, 300, 0, FIRST), (0, 80, 1, START)], [(0, 200, 0, FIRST)]])
+    res = simulate(w, fp, get_policy("linux"), SandboxConfig(machine(2), load=2))
+    s = res.total
+    # a row per copy, a column per traced thread
+    assert s.task_insns.shape == s.task_want_s.shape == (2, w.ntasks)
+    assert 0.5 <= s.copy_fairness() <= 1.0
+    want = np.ones((2, 2))
+    # two threads that differ but whose copies progress alike: fair among copies only
+    even = replace(s, task_insns=np.array([[100, 10], [100, 10]]), task_want_s=want)
+    assert even.copy_fairness() == pytest.approx(1.0)
+    assert even.jain_fairness() == pytest.approx(220 ** 2 / (4 * 20200))
+    # thread 0's copies at 100 and 50: (150^2 / (2 * 12500)) = 0.9, weighted by instructions
+    uneven = replace(s, task_insns=np.array([[100, 10], [50, 10]]), task_want_s=want)
+    assert uneven.copy_fairness() == pytest.approx((0.9 * 150 + 1.0 * 20) / 170)
+    # a thread with a copy that never ran is left out; one copy says nothing
+    idle = replace(s, task_insns=np.array([[100, 10], [50, 0]]), task_want_s=want)
+    assert idle.copy_fairness() == pytest.approx(0.9)
+    one = replace(s, task_insns=np.array([[100, 10]]), task_want_s=np.ones((1, 2)))
+    assert np.isnan(one.copy_fairness())
+
+
 def test_registry_and_errors():
     assert set(REGISTRY) >= {"as-traced", "linux"}
     assert "as-traced" in describe()

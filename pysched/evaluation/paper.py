@@ -442,11 +442,16 @@ def overhead_lines(r: pd.DataFrame, cores: int) -> list[str]:
             lx.set_index("trace")["bh_latency_mean_s"] - 1
         bh = (f"; bottom halves' latency {_pct(100 * geomean_change(b.dropna()))} % "
               "(SchedTask queues them as SuperFunctions)")
+    copies = ""
+    if "copy_fairness" in x:  # runs before RESULT_VERSION 5 did not measure it
+        copies = (f", among the copies of each traced thread {st['copy_fairness'].mean():.3f} "
+                  f"(linux {lx['copy_fairness'].mean():.3f}: the paper's threads are copies of "
+                  "one benchmark's, see SandboxStats.copy_fairness)")
     return [f"### Overheads, {cores} cores, 2X", "",
             f"- hardware-interrupt latency of schedtask over linux (geomean over traces): "
             f"{_pct(100 * geomean_change(lat))} %{bh}; Jain's fairness of schedtask (mean): "
-            f"{st['fairness'].mean():.3f} (linux {lx['fairness'].mean():.3f}); TMigrate and "
-            "TAlloc are not charged (see below).",
+            f"{st['fairness'].mean():.3f} (linux {lx['fairness'].mean():.3f}){copies}; "
+            "TMigrate and TAlloc are not charged (see below).",
             f"- the paper: {OVERHEADS_TEXT}.", ""]
 
 

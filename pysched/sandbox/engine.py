@@ -443,9 +443,10 @@ class Engine:
             self.s_switch.copy(), self.s_mig.copy(), dyn + static,
             self.s_switches.copy(), self.s_migs.copy(), self.s_steals.copy(),
             self.s_type_insns.copy(), self.s_type_cycles.copy(), self.s_type_items.copy(),
-            self.s_task_insns.copy(), self.s_task_want.copy(), self.s_wait, self.s_waits, self.s_lat, self.s_irqs,
-            self.s_bh_lat, self.s_bhs,
-            self.s_events, self.hier.stats)
+            # per copy of the workload (row) and traced thread (column), see copy_fairness
+            self.s_task_insns.reshape(self.K, -1).copy(),
+            self.s_task_want.reshape(self.K, -1).copy(), self.s_wait, self.s_waits, self.s_lat,
+            self.s_irqs, self.s_bh_lat, self.s_bhs, self.s_events, self.hier.stats)
 
     # --- items --------------------------------------------------------------------------------
     def work(self, g: int) -> Work:

@@ -29,9 +29,10 @@ class SandboxStats(Record):
         took from other cores' queues.
     type_insns, type_cycles, type_items : numpy.ndarray, shape (types,)
         Per superFuncType id: instructions, busy cycles, finished items.
-    task_insns : numpy.ndarray of int64, shape (tasks,)
-        Progress of every thread (all copies).
-    task_want_s : numpy.ndarray, shape (tasks,)
+    task_insns : numpy.ndarray of int64, shape (copies, tasks)
+        Progress of every thread: row ``k`` is copy ``k`` of the workload (a load of K copies
+        replays each traced thread K times), column ``t`` the traced thread.
+    task_want_s : numpy.ndarray, shape (copies, tasks)
         Seconds each thread was runnable or running (from an item's readiness to its end),
         counted when the item ends.
     wait_s, waits : float, int
@@ -104,6 +105,29 @@ class SandboxStats(Record):
             return float("nan")
         return float(x.sum() ** 2 / (len(x) * (x ** 2).sum()))
 
+    def copy_fairness(self) -> float:
+        """Jain's index among the copies of each traced thread, averaged over the threads
+        weighted by their instructions; NaN with one copy.
+
+        The paper's index (section 6.1, 0.99) compares threads that are copies of one
+        benchmark's threads, so unequal rates there come from the schedule alone. A trace's
+        threads differ in code and cache behaviour (a kworker and a server thread progress at
+        different rates under any schedule), so :meth:`jain_fairness` over all of them mixes
+        the workload's spread with the schedule's; the copies of one traced thread start with
+        the same work at the same time, so this index measures the schedule alone. A thread
+        counts when every copy of it ran in the interval.
+        """
+        ins = np.atleast_2d(self.task_insns).astype(np.float64)
+        want = np.atleast_2d(self.task_want_s)
+        if ins.shape[0] < 2:
+            return float("nan")
+        ok = ((want > 0) & (ins > 0)).all(axis=0)
+        if not ok.any():
+            return float("nan")
+        x = ins[:, ok] / want[:, ok]
+        index = x.sum(axis=0) ** 2 / (x.shape[0] * (x ** 2).sum(axis=0))
+        return float(np.average(index, weights=ins[:, ok].sum(axis=0)))
+
 
 def stats_row(s: SandboxStats, app_classes: np.ndarray) -> dict[str, float]:
     """The scalar metrics of one record (an epoch or a run) as a flat dict.
@@ -141,5 +165,6 @@ def stats_row(s: SandboxStats, app_classes: np.ndarray) -> dict[str, float]:
         "events": int(s.events),
         "events_per_s": s.events_per_s,
         "fairness": s.jain_fairness(),
+        "copy_fairness": s.copy_fairness(),
         "energy_j": float(s.energy_j.sum()),
     }
