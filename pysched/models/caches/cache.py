@@ -79,7 +79,7 @@ class Cache:
         cfg = self.config
         _run_cache(self.tags, self.dirty, self._stamp, self._clock, self._rng, cfg.sets - 1,
                    cfg.ways, cfg.line_shift, cfg.policy_code, addr, store, cls, hit,
-                   self._counts, self._events)
+                   self._counts.reshape(-1), self._events)
         return hit
 
     def reset_stats(self) -> None:

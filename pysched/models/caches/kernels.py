@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from . import policies, simd
 from ..codes import (EV_BACKINV, EV_COH_INV, EV_COH_WB, EV_WB_L1D, EV_WB_L2, EV_WB_L3,
@@ -32,6 +33,9 @@ from ..codes import (EV_BACKINV, EV_COH_INV, EV_COH_WB, EV_WB_L1D, EV_WB_L2, EV_
 
 # Rows of the hierarchy geometry table ``geo[level]`` = (set mask, ways, policy).
 G_MASK, G_WAYS, G_POLICY = 0, 1, 2
+
+_M2, _M4, _M8, _M16 = simd.MATCH
+_A2, _A4, _A8, _A16 = simd.ARGMIN
 
 
 # --- one cache level ----------------------------------------------------------------------
@@ -110,8 +114,50 @@ def _direct_mapped(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, now: 
         s = stamp[i]
         stamp[i] = now + (hit & keep) * (s - now)
         hit_out[n] = hit
-        counts[cls[n], st, hit] += 1
+        counts[(cls[n] * 2 + st) * 2 + hit] += 1
     return now, writebacks
+
+
+@numba.njit(cache=True, inline="always")
+def _set_assoc(match, argmin, tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, now: int,
+               mask: int, ways: int, shift: int, lru: bool, addr: np.ndarray,
+               store: np.ndarray, cls: np.ndarray, hit_out: np.ndarray,
+               counts: np.ndarray) -> tuple[int, int]:
+    """:func:`_run_cache` for 2 to 16 ways and LRU or FIFO: ``(clock, dirty evictions)``.
+
+    ``match`` and ``argmin`` are one lane count's :data:`.simd.MATCH` and :data:`.simd.ARGMIN`,
+    so each lane count gets its own loop with no per-access branch on the geometry. Indices
+    are unsigned (numba adds a wrap-around select to every signed index) and ``counts`` is
+    flat, ``counts[(cls * 2 + store) * 2 + hit]``: these measured 5-30 % faster than the
+    general loop on the fetch lines of apache-short and chase-large (1 M accesses, 2-16 ways).
+    """
+    u = np.uint64
+    writebacks = u(0)
+    wmask = (u(1) << u(ways)) - u(1)
+    for n in range(addr.shape[0]):
+        a = addr[n] >> u(shift)
+        line = np.int64(a)
+        base = (a & u(mask)) * u(ways)
+        st = store[n]
+        now += 1
+        m = match(tags, base, line) & wmask
+        if m != u(0):
+            i = base + u(trailing_zeros(m))
+            dirty[i] |= st
+            if lru:
+                stamp[i] = now
+            hit = u(1)
+        else:
+            # the way with the smallest stamp: an invalid one, else the LRU / first-filled
+            i = base + u(argmin(stamp, base, ways))
+            writebacks += u(dirty[i])
+            tags[i] = line
+            dirty[i] = st
+            stamp[i] = now
+            hit = u(0)
+        hit_out[n] = np.uint8(hit)
+        counts[(u(cls[n]) * u(2) + u(st)) * u(2) + hit] += 1
+    return now, np.int64(writebacks)
 
 
 @numba.njit(cache=True, nogil=True, _nrt=False)
@@ -121,14 +167,32 @@ def _run_cache(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: np.n
                counts: np.ndarray, events: np.ndarray) -> None:
     """One set-associative write-back, write-allocate cache over ``addr``.
 
-    ``hit_out[n]`` gets 1 for a hit; ``counts[cls, store, hit]`` and ``events[0]`` (dirty
-    evictions) are incremented.
+    ``hit_out[n]`` gets 1 for a hit; ``counts`` (flat, ``(cls * 2 + store) * 2 + hit``) and
+    ``events[0]`` (dirty evictions) are incremented.
     """
     # the clock lives in a register here (nothing else stamps this cache meanwhile)
     if ways == 1 and policy != policies.RANDOM:
         now, writebacks = _direct_mapped(tags, dirty, stamp, clk[0], mask, shift,
                                          policy == policies.FIFO, addr, store, cls, hit_out,
                                          counts)
+        clk[0] = now
+        events[0] += writebacks
+        return
+    if 2 <= ways <= simd.LANES and policy != policies.RANDOM:
+        lru = policy == policies.LRU
+        now = clk[0]
+        if ways <= 2:
+            now, writebacks = _set_assoc(_M2, _A2, tags, dirty, stamp, now, mask, ways, shift,
+                                         lru, addr, store, cls, hit_out, counts)
+        elif ways <= 4:
+            now, writebacks = _set_assoc(_M4, _A4, tags, dirty, stamp, now, mask, ways, shift,
+                                         lru, addr, store, cls, hit_out, counts)
+        elif ways <= 8:
+            now, writebacks = _set_assoc(_M8, _A8, tags, dirty, stamp, now, mask, ways, shift,
+                                         lru, addr, store, cls, hit_out, counts)
+        else:
+            now, writebacks = _set_assoc(_M16, _A16, tags, dirty, stamp, now, mask, ways,
+                                         shift, lru, addr, store, cls, hit_out, counts)
         clk[0] = now
         events[0] += writebacks
         return
@@ -149,7 +213,7 @@ def _run_cache(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: np.n
             writebacks += (v >= 0) & (vd != 0)
             hit = 0
         hit_out[n] = hit
-        counts[cls[n], st, hit] += 1
+        counts[(cls[n] * 2 + st) * 2 + hit] += 1
     clk[0] = now
     events[0] += writebacks
 

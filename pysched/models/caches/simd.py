@@ -99,6 +99,25 @@ _match2, _match4, _match8, _match16 = (_make_match(n) for n in (2, 4, 8, 16))
 _argmin2, _argmin4, _argmin8, _argmin16 = (_make_argmin(n) for n in (2, 4, 8, 16))
 
 
+def _lane_function(intrinsic_fn):
+    """``intrinsic_fn`` as a jitted function, which (unlike an intrinsic) another jitted function
+    can take as an argument: a kernel takes one per lane count to compile a loop for each
+    (:data:`MATCH`, :data:`ARGMIN`)."""
+    return numba.njit(inline="always")(lambda a, base, x: intrinsic_fn(a, base, x))
+
+
+#: ``MATCH[k](tags, base, line)``: bit mask over 2, 4, 8, 16 lanes (k = 0..3), unmasked.
+MATCH = tuple(_lane_function(f) for f in (_match2, _match4, _match8, _match16))
+#: ``ARGMIN[k](stamp, base, n)``: lane of the smallest of the first ``n`` of 2, 4, 8, 16 lanes.
+ARGMIN = tuple(_lane_function(f) for f in (_argmin2, _argmin4, _argmin8, _argmin16))
+
+
+def lane_index(ways: int) -> int:
+    """Index into :data:`MATCH` and :data:`ARGMIN` of the narrowest vector that holds ``ways``
+    (2..16) ways."""
+    return 0 if ways <= 2 else 1 if ways <= 4 else 2 if ways <= 8 else 3
+
+
 @numba.njit(cache=True, inline="always")
 def _match_upto16(tags: np.ndarray, base: int, n: int, line: int) -> np.uint64:
     """Bit mask of the ways ``w < n`` (``2 <= n <= 16``) at ``base`` holding ``line``."""
