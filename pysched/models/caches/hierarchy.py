@@ -110,7 +110,8 @@ class Hierarchy:
         cfg = self.config
         _run_hierarchy(self.tags, self.dirty, self._stamp, self._clock, self._off, self._geo,
                        cfg.cores, cfg.inclusive, cfg.coherence, self._rng, cfg.l1i.line_shift,
-                       int(core), addr, kind, cls, served, self._served, self._events)
+                       int(core), addr, kind, cls, served, self._served.reshape(-1),
+                       self._events)
         return served
 
     def reset_stats(self) -> None:

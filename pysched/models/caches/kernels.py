@@ -25,7 +25,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 
 from . import policies, simd
 from ..codes import (EV_BACKINV, EV_COH_INV, EV_COH_WB, EV_WB_L1D, EV_WB_L2, EV_WB_L3,
-                     EV_WBMISS_L2, EV_WBMISS_L3, IFETCH, STORE)
+                     EV_WBMISS_L2, EV_WBMISS_L3, IFETCH, NKINDS, NLEVELS, STORE)
 
 # Kernels that are called (not inlined) are compiled with _nrt=False: they allocate nothing, and
 # with numba's reference counting on, every inlined helper taking arrays cost an atomic
@@ -384,7 +384,8 @@ def _run_hierarchy(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: 
     """Run core ``core``'s accesses through its L1i/L1d and L2 and the shared L3.
 
     ``served_out[n]`` gets the level that served access ``n`` (0 L1 .. 3 memory);
-    ``served[core, cls, kind, level]`` and ``events[core, e]`` are incremented.
+    ``served`` (flat: ``((core * classes + cls) * NKINDS + kind) * NLEVELS + level``) and
+    ``events[core, e]`` are incremented.
     """
     c = core
     # The L1 path is most accesses: keep its geometry in locals, chosen per access by selects
@@ -396,6 +397,8 @@ def _run_hierarchy(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: 
     # The clock lives in a register on L1 hits and goes back to clk[0] around the calls that
     # stamp lower levels: stamps stay unique and in event order.
     now = clk[0]
+    # a flat counter index (unsigned: numba wraps signed indices), this core's block first
+    row = np.uint64(c) * np.uint64(served.shape[0] // (cores * NKINDS * NLEVELS))
     for n in range(addr.shape[0]):
         line = np.int64(addr[n] >> np.uint64(shift))
         k = np.int64(kind[n])
@@ -431,5 +434,6 @@ def _run_hierarchy(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: 
                                line, events)
             now = clk[0]
         served_out[n] = s
-        served[c, cls[n], k, s] += 1
+        served[((row + np.uint64(cls[n])) * np.uint64(NKINDS) + np.uint64(k))
+               * np.uint64(NLEVELS) + np.uint64(s)] += 1
     clk[0] = now
