@@ -203,6 +203,20 @@ def test_then_it_steals_half_of_the_most_similar_work():
     assert sim2.moved == []
 
 
+def test_the_overlap_table_ranks_every_type_of_its_side_and_zero_overlap_work_is_stolen():
+    # types 0-2 are system calls (OS), type 3 application
+    pol, sim = _policy([[_work(2), _work(2), _work(3)], []])
+    heat = np.zeros((4, 512), dtype=bool)
+    heat[0, :10] = heat[1, 5:20] = heat[2, 100:110] = heat[3, 0:20] = True
+    pol._overlaps(heat)
+    # type 1 shares 5 bits with type 0 and none with type 2; the application type is not ranked
+    assert pol.overlap[1] == [(0, 5), (2, 0)]
+    assert [t for t, _ in pol.overlap[3]] == []
+    pol.steal(1)
+    # core 1 owns type 1: no same work, no type 0 queued, so half of the type-2 items
+    assert sim.moved == [(2, 1)]
+
+
 def test_talloc_reallocates_only_when_the_breakup_changes():
     from types import SimpleNamespace
     pol, sim = _policy([[], []])

@@ -30,7 +30,11 @@ Algorithm 1 specify.
 * **Stealing** (5.3, Algorithm 1 ``stealWorkOfOtherCores``): an idle core first steals one
   SuperFunction of a type mapped to it, from the core with the maximum waiting time; failing
   that, it walks the combined overlap list of its types in decreasing overlap and, at the first
-  type found queued on another core, steals half of those SuperFunctions. ``stealing`` selects
+  type found queued on another core, steals half of those SuperFunctions. The list holds every
+  type of the same side (application or OS, 5.2) that ran in the last epoch, those with no
+  common Page-heatmap bit last: our reading of 5.2-5.3, which rank types by overlap but drop
+  none (before 2026-11-26 the sandbox dropped zero-overlap types, which left cores idle beside
+  queued work of their own side). ``stealing`` selects
   ``none``, ``same`` (first level only) or ``similar`` (both: the paper's default; Fig 9).
 
 Our choices where the paper is silent: before the first TAlloc (the first epoch) there is no
@@ -168,8 +172,11 @@ class SchedTask(Policy):
         for k, t in enumerate(used.tolist()):
             same_side = app == app[k]
             order = np.argsort(-common[k], kind="stable")
+            # every type of the same side, a zero overlap too (last): 5.2's table lists the
+            # types "in the decreasing order of the Page overlap values", and 5.3's walk stops
+            # only at a type found queued (0 is a value; nothing in 5.2-5.3 drops it)
             self.overlap[t] = [(int(used[j]), int(common[k, j])) for j in order.tolist()
-                               if j != k and same_side[j] and common[k, j] > 0]
+                               if j != k and same_side[j]]
 
     # --- TMigrate -----------------------------------------------------------------------------
     def _wait(self, core: int) -> float:
@@ -224,7 +231,7 @@ class SchedTask(Policy):
         ranked: dict[int, int] = {}
         for t in mine:
             for o, ov in self.overlap.get(t, ()):
-                if o not in mine and ov > ranked.get(o, 0):
+                if o not in mine and ov >= ranked.get(o, 0):
                     ranked[o] = ov
         for o, _ in sorted(ranked.items(), key=lambda x: -x[1]):
             for c in others:
