@@ -190,8 +190,10 @@ class Policy:
             return None
         first_bh = None
         for idx, wk in enumerate(q):
-            if wk.is_async and wk.category == _INTERRUPT:
+            if not wk.is_async:
+                continue
+            if wk.category == _INTERRUPT:
                 return idx
-            if first_bh is None and wk.is_async:
+            if first_bh is None:
                 first_bh = idx
         return first_bh if bottom_halves and first_bh is not None else 0
