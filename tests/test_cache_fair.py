@@ -14,6 +14,7 @@ from pysched.policies.cache_fair import fair_ipc, fair_miss_rate, fit_miss_rate
 from pysched.sandbox import SandboxConfig
 from pysched.sandbox.engine import Engine
 from pysched.sandbox.footprint import Footprint
+from pysched.superfunctions.functype import Category
 
 
 def test_the_regression_recovers_a_and_b_from_synthetic_miss_rates():
@@ -186,7 +187,7 @@ def test_the_pick_forgives_the_compensated_time():
     sim.runtime[1] = 0.01 + 2 * seconds
     assert pol.pick_next(0) == 1
     # an interrupt still goes first
-    q.insert(1, SimpleNamespace(task=-1, is_async=True))
+    q.insert(1, SimpleNamespace(task=-1, is_async=True, category=int(Category.INTERRUPT)))
     assert pol.pick_next(0) == 1 and q[1].is_async
 
 

@@ -287,3 +287,104 @@ def test_schedtask_decisions_are_its_allocation_table_per_epoch():
         if e != first and np.isfinite(sim):
             assert realloc == (sim < pol.threshold)
     assert pol.reallocations == sum(1 for _, _, r in pol.talloc if r)
+
+
+# --- hardware interrupts against bottom halves and other interrupts (issue 13) -----------------
+
+def _irq_runs(policy: str, first: Category, first_insns: int = 200_000):
+    """One core: a short thread, then an item of category ``first`` (``first_insns`` long)
+    released at 1 us and a 500-instruction hardware interrupt released at 20 us, while the
+    first runs. Returns the engine, the chunks per item (t0, t1) and the snapshot."""
+    w, fp = tiny([[(0, 100, 0, FIRST)]], [(0, first_insns, 1, 1e-6), (0, 500, 2, 2e-5)],
+                 ntypes=3)
+    w.category[1] = int(first)
+    w.type_category[1] = int(first)
+    eng = Engine(w, fp, get_policy(policy), SandboxConfig(machine(1), max_chunk=1000))
+    eng.log = []
+    eng.run()
+    check_invariants(eng)
+    chunks = defaultdict(list)
+    for g, c, t0, t1, lo, hi in eng.log:
+        chunks[g].append((t0, t1))
+    return eng, {g: sorted(v) for g, v in chunks.items()}, eng.snapshot(eng.now)
+
+
+@pytest.mark.parametrize("policy", ["linux", "schedtask"])
+def test_a_hardware_interrupt_preempts_a_running_bottom_half(policy):
+    # Linux runs softirqs with interrupts enabled and section 3 pauses the running
+    # SuperFunction for a hardware interrupt: the interrupt starts at the end of the bottom
+    # half's chunk (1,000 instructions, well under 2 us), not after its 200,000 instructions
+    # (about 100 us); the bottom half resumes as soon as the interrupt ends and is counted once.
+    eng, chunks, st = _irq_runs(policy, Category.BOTTOM_HALF)
+    irq_start, irq_end = chunks[2][0][0], chunks[2][-1][1]
+    assert 2e-5 <= irq_start < 2e-5 + 2e-6
+    bh = chunks[1]
+    assert bh[0][0] < 2e-5 and bh[-1][1] > irq_end  # it ran before and after the interrupt
+    assert min(t0 for t0, _ in bh if t0 >= irq_start) == pytest.approx(irq_end)
+    assert (st.irqs, st.bhs) == (1, 1)
+    assert st.irq_latency_s == pytest.approx(irq_start - 2e-5)
+    assert st.bh_latency_s == pytest.approx(bh[0][0] - 1e-6)
+
+
+@pytest.mark.parametrize("policy", ["linux", "schedtask"])
+def test_a_hardware_interrupt_waits_for_a_running_handler(policy):
+    # Linux runs interrupt handlers with interrupts disabled: the second interrupt starts when
+    # the first handler ends, not at the end of its chunk.
+    eng, chunks, st = _irq_runs(policy, Category.INTERRUPT)
+    assert chunks[2][0][0] == pytest.approx(chunks[1][-1][1])
+    assert chunks[1][-1][1] > 2e-5 + 2e-6
+    assert (st.irqs, st.bhs) == (2, 0)
+
+
+def test_linux_takes_a_hardware_interrupt_before_a_bottom_half_queued_earlier():
+    # One core runs a long thread; a bottom half and then a hardware interrupt are released at
+    # the same instant (queued in that order): the interrupt runs first (softirqs run on the
+    # way out of the handler), then the bottom half, then the thread again.
+    w, fp = tiny([[(0, 200_000, 0, FIRST)]], [(0, 500, 1, 2e-5), (0, 500, 2, 2e-5)], ntypes=3)
+    w.category[1] = int(Category.BOTTOM_HALF)
+    w.type_category[1] = int(Category.BOTTOM_HALF)
+    eng = Engine(w, fp, get_policy("linux"), SandboxConfig(machine(1), max_chunk=1000))
+    eng.log = []
+    eng.run()
+    check_invariants(eng)
+    start = {g: min(t0 for g2, c, t0, *_ in eng.log if g2 == g) for g in (1, 2)}
+    assert start[2] < start[1]
+
+
+def _vector_work(number: int, category: Category = Category.INTERRUPT) -> Work:
+    wk = _work(3)
+    wk.category, wk.is_async, wk.number, wk.task = int(category), True, number, -1
+    return wk
+
+
+def test_schedtask_routes_device_interrupts_only():
+    # 5.2 programs the interrupt controller, which steers device vectors; the local APIC timer
+    # (0xec), IPIs (0xfd reschedule) and exceptions (14, page fault) stay where they arrive.
+    pol, _ = _policy([[], []])
+    pol.alloc[3] = [1]  # the interrupt type's allocated core
+    for vec in (0x26, 0x23, 0xeb, -1):
+        assert pol.route_interrupt(_vector_work(vec), 0) == 1, vec
+    for vec in (0xec, 0xfd, 0xfb, 14, 0x20, 0x80):
+        assert pol.route_interrupt(_vector_work(vec), 0) == 0, vec
+    # a bottom half is a SuperFunction that TMigrate places, whatever its number
+    assert pol.route_interrupt(_vector_work(0xec, Category.BOTTOM_HALF), 0) == 1
+
+
+def test_schedtask_leaves_local_timer_interrupts_on_their_core():
+    # Two vCPUs on two cores: every local APIC timer interrupt of vCPU 1 runs on core 1 (its
+    # home), also before the first TAlloc, where types absent from the stats table go to
+    # core 0; a device interrupt of vCPU 1 does go to core 0 then.
+    irqs = [(1, 500, 2, 1e-6 * k) for k in range(1, 6)] + [(1, 500, 3, 3e-6)]
+    w, fp = tiny([[(0, 50_000, 0, FIRST)], [(1, 50_000, 0, FIRST)]], irqs, vcpus=(0, 1),
+                 ntypes=4)
+    w.number[2:7] = 0xec
+    w.number[7] = 0x26
+    eng = Engine(w, fp, get_policy("schedtask"), SandboxConfig(machine(2), max_chunk=1000))
+    eng.log = []
+    eng.run()
+    check_invariants(eng)
+    where = defaultdict(set)
+    for g, c, *_ in eng.log:
+        where[g].add(c)
+    assert all(where[g] == {1} for g in range(2, 7))
+    assert where[7] == {0}

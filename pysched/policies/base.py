@@ -43,6 +43,16 @@ from pysched.superfunctions.functype import Category
 
 _INTERRUPT = int(Category.INTERRUPT)
 
+#: x86 vectors of device interrupts, the ones an interrupt controller (I/O APIC redirection
+#: entry, MSI address) delivers to a CPU it can be programmed to choose: Linux
+#: ``arch/x86/include/asm/irq_vectors.h`` (the traced kernel, 6.1) gives
+#: ``FIRST_EXTERNAL_VECTOR`` (0x20) up to ``FIRST_SYSTEM_VECTOR`` (0xec, the local APIC
+#: timer), less 0x20 itself (``IRQ_MOVE_CLEANUP_VECTOR``, an IPI) and 0x80
+#: (``IA32_SYSCALL_VECTOR``). The others are per CPU: exceptions (0-31) are taken by the CPU
+#: that executes the faulting instruction, the local APIC timer (0xec) fires on its own CPU,
+#: and IPIs (0xf0-0xfe: reschedule, call-function, ...) go to the CPU their sender names.
+DEVICE_VECTORS = frozenset(range(0x21, 0xec)) - {0x80}
+
 #: CFS's default tunables (``kernel/sched/fair.c``): sched_latency and min_granularity at one
 #: CPU, scaled by ``1 + log2(min(cpus, 8))`` (``SCHED_TUNABLESCALING_LOG``).
 LATENCY_S = 0.006
@@ -147,6 +157,15 @@ class Policy:
         return None
 
     # --- helpers shared by policies ------------------------------------------------------------
+    @staticmethod
+    def routable(work: Work) -> bool:
+        """Whether programming the interrupt controller can send hardware interrupt ``work`` to
+        another core: a device vector (:data:`DEVICE_VECTORS`), or an unknown one (-1: the
+        trace did not record the entry; treated as a device interrupt, our choice). False for
+        bottom halves and per-CPU vectors, which run where they arrive."""
+        return work.category == _INTERRUPT and (work.number < 0
+                                                 or work.number in DEVICE_VECTORS)
+
     def cfs_slice(self, core: int) -> float:
         """CFS's time slice on ``core``: ``latency / nr_running``, at least the minimum
         granularity, both scaled by the core count (see :data:`LATENCY_S`)."""
@@ -158,12 +177,23 @@ class Policy:
         return (1 + math.log2(min(self.sim.ncores, 8))) * MIN_GRANULARITY_S
 
     def interrupts_first(self, core: int, bottom_halves: bool = True) -> int | None:
-        """Queue index of the first interrupt (or bottom half, unless ``bottom_halves`` is
-        False: hardware interrupts only), else the head (None: empty)."""
+        """Queue index of the first hardware interrupt, else of the first bottom half (unless
+        ``bottom_halves`` is False), else the head (None: empty).
+
+        Hardware interrupts come before bottom halves queued earlier: Linux takes a pending
+        interrupt as soon as interrupts are enabled, and runs softirqs only on the way out of
+        the handler (``irq_exit``); a bottom half the engine paused for an interrupt waits at
+        the head of the queue and so resumes right after it.
+        """
         q = self.sim.queue(core)
         if not q:
             return None
+        first_bh = None
         for idx, wk in enumerate(q):
-            if wk.is_async and (bottom_halves or wk.category == _INTERRUPT):
+            if not wk.is_async:
+                continue
+            if wk.category == _INTERRUPT:
                 return idx
-        return 0
+            if first_bh is None:
+                first_bh = idx
+        return first_bh if bottom_halves and first_bh is not None else 0

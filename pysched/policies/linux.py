@@ -9,7 +9,9 @@ What is modelled, and where it comes from:
 * **Wake-up placement** (``select_task_rq_fair`` -> ``select_idle_sibling``): the previous
   core if it is idle, else an idle core (searched from the previous one upwards: one LLC
   domain, as every core shares the L3 here), else the previous core.
-* **Pick** (``pick_next_task_fair``): interrupts and bottom halves first; then the queued
+* **Pick** (``pick_next_task_fair``): hardware interrupts first, then bottom halves (a pending
+  interrupt is taken as soon as interrupts are enabled, softirqs run on ``irq_exit``, and a
+  hardware interrupt preempts a running softirq: the engine's rule); then the queued
   thread with the least ``vruntime``: its run time so far (all threads have the default
   weight) plus the credit ``place_entity`` gives it. A thread that wakes (or starts) is
   placed at no less than its core's ``min_vruntime`` less half the scaled ``sched_latency``
@@ -114,10 +116,14 @@ class Linux(Policy):
         q = self.sim.queue(core)
         if not q:
             return None
+        # hardware interrupts, then bottom halves (softirqs run on irq_exit), then threads
+        first = self.interrupts_first(core)
+        if q[first].is_async:
+            return first
         best, best_rt = None, math.inf
         for idx, wk in enumerate(q):
             if wk.is_async:
-                return idx
+                continue
             rt = self.sort_key(wk.task)
             if rt < best_rt:
                 best, best_rt = idx, rt

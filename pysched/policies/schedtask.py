@@ -26,7 +26,13 @@ Algorithm 1 specify.
   its chunk (the engine's rule); bottom halves are SuperFunctions placed by TMigrate and wait
   their turn in the queue (``preempt_for_bottom_halves = False``).
 * **Interrupts** (5.2): to the allocated cores of their type (least waiting time); types absent
-  from the stats table go to core 0. Bottom halves are SuperFunctions placed by TMigrate.
+  from the stats table go to core 0. 5.2 does this by programming the interrupt controller,
+  which can steer only device interrupts (:data:`~.base.DEVICE_VECTORS`, and, our choice,
+  interrupts whose vector the trace lost); per-CPU vectors (the local APIC timer, IPIs,
+  exceptions) stay on the core where they arrive, as under ``linux`` (approximation: the
+  core of their traced vCPU, :meth:`~.base.Policy.route_interrupt`). A hardware interrupt
+  preempts a running bottom half (section 3; the engine's rule). Bottom halves are
+  SuperFunctions placed by TMigrate.
 * **Stealing** (5.3, Algorithm 1 ``stealWorkOfOtherCores``): an idle core first steals one
   SuperFunction of a type mapped to it, from the core with the maximum waiting time; failing
   that, it walks the combined overlap list of its types in decreasing overlap and, at the first
@@ -192,6 +198,10 @@ class SchedTask(Policy):
         return min(cores, key=self._wait)
 
     def route_interrupt(self, work, arrival_core: int) -> int:
+        if work.category == int(Category.INTERRUPT) and not self.routable(work):
+            # 5.2 programs the interrupt controller, which steers device interrupts only: a
+            # per-CPU vector (local timer, IPI, exception) runs where it arrives
+            return arrival_core
         if work.type_id in self.alloc:
             return self.place(work, arrival_core)
         return 0 if work.category == int(Category.INTERRUPT) else arrival_core

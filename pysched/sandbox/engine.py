@@ -37,6 +37,17 @@ Rules (each an approximation of a real machine, written down here where it is ma
   ``preempt_for_interrupts = False``; a policy that queues bottom halves as work of their own
   sets ``preempt_for_bottom_halves = False``, so that only hardware interrupts preempt); its
   rest goes back to the queue.
+* **A hardware interrupt preempts a bottom half, not another interrupt**: when a hardware
+  interrupt is queued on a core that runs a bottom half, the bottom half is paused at the end
+  of its chunk and put back at the head of the core's queue, so that it resumes once the
+  interrupts are handled (Linux runs softirqs with interrupts enabled, ``__do_softirq``, and
+  ``irq_exit`` returns to the interrupted softirq; seed 000, section 3: a core that receives a
+  hardware interrupt pauses the running SuperFunction, which resumes after the handler). A
+  running interrupt handler is never preempted (Linux runs handlers with interrupts disabled).
+  Policies with ``preempt_for_interrupts = False`` keep bottom halves running too. Latency is
+  counted once per item, at its first start. Approximation: late by up to one chunk, as every
+  event; the policy's ``pick_next`` decides that the interrupt runs before the paused bottom
+  half (every policy that preempts takes hardware interrupts first).
 * **Scheduling points**: a thread item gives its core to the queue only at the end of a chunk
   where an interrupt waits, its time slice (the policy's ``time_slice``) is over, or the
   policy's ``wakeup_preempt`` says so (CFS's wake-up preemption, checked at chunk ends, so
@@ -367,6 +378,7 @@ class Engine:
         self.pending = np.zeros(total, dtype=np.int64)   # unmet conditions
         self.ready_t = np.zeros(total, dtype=np.float64)  # when it (last) joined a queue
         self.ready0 = np.zeros(total, dtype=np.float64)   # when it first became ready
+        self.begun = np.zeros(total, dtype=bool)  # has started (latency counted once)
         self.log: list[tuple] | None = None  # (gid, core, t0, t1, lo, hi) per chunk if a list
         self.item_cycles = np.zeros(total, dtype=np.float64)
         self.task_pos = np.zeros(ntask * self.K, dtype=np.int64)
@@ -672,12 +684,16 @@ class Engine:
         wk = q.pop(idx)
         g = wk.gid
         extra = 0.0
-        if wk.is_async and wk.category == _INTERRUPT:
-            self.s_irqs += 1
-            self.s_lat += self.now - self.ready_t[g]
-        elif wk.is_async:
-            self.s_bhs += 1
-            self.s_bh_lat += self.now - self.ready_t[g]
+        if wk.is_async:
+            # from its arrival to its first start; a bottom half resumed after an interrupt
+            # preempted it (core_event) is not counted again
+            if not self.begun[g] and wk.category == _INTERRUPT:
+                self.s_irqs += 1
+                self.s_lat += self.now - self.ready_t[g]
+            elif not self.begun[g]:
+                self.s_bhs += 1
+                self.s_bh_lat += self.now - self.ready_t[g]
+            self.begun[g] = True
         else:
             self.s_waits += 1
             self.s_wait += self.now - self.ready_t[g]
@@ -740,6 +756,10 @@ class Engine:
                     self.core_item[c] = -1
                     self.ready_t[g] = self.now
                     q.append(wk)
+                elif wk.is_async and wk.category != _INTERRUPT and self._irq_waits(c):
+                    # a hardware interrupt pauses the bottom half, which resumes next (module)
+                    self.core_item[c] = -1
+                    q.insert(0, wk)
                 else:
                     self.start_chunk(c, g)
                     return
@@ -787,6 +807,12 @@ class Engine:
                 q.pop()
                 self.s_waits += 1
                 self.start_chunk(c, ng)
+
+    def _irq_waits(self, c: int) -> bool:
+        """Whether a hardware interrupt is queued on ``c`` and the policy lets interrupts
+        preempt (a running bottom half then pauses for it, see the module)."""
+        return (getattr(self.policy, "preempt_for_interrupts", True)
+                and any(x.is_async and x.category == _INTERRUPT for x in self.queues[c]))
 
     def _yields(self, wk: Work, c: int) -> bool:
         """Whether thread item ``wk``, running on ``c`` (or continuing there at a boundary),

@@ -58,8 +58,10 @@ SWEEP_KEYS = ("epoch_ms", "machine")
 #: became relative to the machine (``load_unit``); version 1's load was copies of the trace.
 #: 3: the capture harness's own work is left out of the replayed workload. 4: SuperFunction
 #: boundaries are no scheduling points and ``linux`` has wake-up preemption and vruntime
-#: placement (:mod:`pysched.sandbox.engine`). 5: results have ``copy_fairness``;
-#: SchedTask's similar-work stealing also takes work of zero overlap (its side only).
+#: placement (:mod:`pysched.sandbox.engine`). 5: results have ``copy_fairness``; SchedTask's
+#: similar-work stealing also takes work of zero overlap (its side only); a hardware interrupt
+#: preempts a running bottom half and is picked before queued bottom halves, and SchedTask
+#: routes device interrupts only (per-CPU vectors stay where they arrive).
 RESULT_VERSION = 5
 
 
