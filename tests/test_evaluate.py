@@ -192,6 +192,11 @@ def test_the_summary_sets_ours_beside_the_papers_figures():
     # migrations per billion instructions (Fig 10): 500 per 10**9
     assert "| schedtask | 500.0 | 500.0 | 500.0 |" in md.split("### Fig 10")[1]
     assert "Why ours may differ" in md
+    # fairness among the copies of each traced thread, when the runs have it
+    assert "among the copies of each traced thread 0" not in md
+    both = comparison_markdown(runs.assign(copy_fairness=np.where(
+        runs["policy"] == "schedtask", 0.97, 0.85)))
+    assert "among the copies of each traced thread 0.970 (linux 0.850" in both
     # without the baseline there is nothing to set beside the paper
     assert comparison_markdown(runs[runs["policy"] != "linux"]) == ""
 

@@ -173,6 +173,14 @@ DIFFERENCES: tuple[str, ...] = (
     "SuperFunction boundary where other work waits, and each of those switches pays the "
     "sandbox's switch cost (`--switch-cost`; the paper's 3.2 % for TMigrate is measured, ours "
     "is the model's).",
+    "**Interrupts and fairness.** Only device interrupts can be steered by programming the "
+    "interrupt controller (section 5.2's routing): the local APIC timer, inter-processor "
+    "interrupts and exceptions (most of a trace's interrupts) run on the core where they "
+    "arrive under every policy, and a hardware interrupt preempts a running bottom half, not "
+    "another handler (`pysched/sandbox/engine.py`). The paper's fairness compares threads "
+    "that are copies of one benchmark's; a trace's own threads differ in code and cache "
+    "behaviour under any schedule, so the summary also gives Jain's index among the copies of "
+    "each traced thread (`SandboxStats.copy_fairness`), the like-for-like figure.",
 )
 
 
