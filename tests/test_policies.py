@@ -351,6 +351,28 @@ def test_linux_takes_a_hardware_interrupt_before_a_bottom_half_queued_earlier():
     assert start[2] < start[1]
 
 
+@pytest.mark.parametrize("policy", ["linux", "schedtask", "slicc"])
+def test_an_interrupted_thread_resumes_after_the_handler(policy):
+    # One core, thread A running and thread B queued; a hardware interrupt at 20 us interrupts
+    # A. Linux returns from the handler to A (no TIF_NEED_RESCHED: A's slice is not over and B
+    # is not far enough behind to preempt it), and section 3 resumes the paused SuperFunction:
+    # A goes on right after the interrupt and runs to its end before B starts, with one switch
+    # (A to B) after the first.
+    w, fp = tiny([[(0, 200_000, 0, FIRST)], [(0, 200_000, 0, FIRST)]], [(0, 500, 1, 2e-5)])
+    eng = Engine(w, fp, get_policy(policy), SandboxConfig(machine(1), max_chunk=1000))
+    eng.log = []
+    eng.run()
+    check_invariants(eng)
+    first = eng.log[0][0]  # the thread that started
+    other = 1 - first
+    irq_end = max(t1 for g, c, t0, t1, *_ in eng.log if g == 2)
+    after = min((t0, g) for g, c, t0, *_ in eng.log if t0 >= irq_end)
+    assert after == (pytest.approx(irq_end), first)
+    assert min(t0 for g, c, t0, *_ in eng.log if g == other) == \
+        pytest.approx(max(t1 for g, c, t0, t1, *_ in eng.log if g == first))
+    assert int(eng.snapshot(eng.now).switches.sum()) == 2
+
+
 def _vector_work(number: int, category: Category = Category.INTERRUPT) -> Work:
     wk = _work(3)
     wk.category, wk.is_async, wk.number, wk.task = int(category), True, number, -1

@@ -33,10 +33,17 @@ Rules (each an approximation of a real machine, written down here where it is ma
   seed 001's 1,000 cycles for both; ``traced``: the traced kernel's own switch path per
   switch, and no extra charge for the move).
 * **Interrupts first**: when an interrupt or bottom half is queued on a core that runs a thread
-  item, the thread is preempted at the end of the chunk (unless the policy sets
+  item, the thread is interrupted at the end of the chunk (unless the policy sets
   ``preempt_for_interrupts = False``; a policy that queues bottom halves as work of their own
-  sets ``preempt_for_bottom_halves = False``, so that only hardware interrupts preempt); its
-  rest goes back to the queue.
+  sets ``preempt_for_bottom_halves = False``, so that only hardware interrupts preempt). The
+  interrupted thread stays the core's (out of its queue, so not stolen) and resumes as soon as
+  no such item waits, without a pick or a switch: Linux handles an interrupt (and the
+  softirqs of its ``irq_exit``) on the interrupted thread's stack and returns to it unless
+  ``TIF_NEED_RESCHED`` is set, and seed 000 section 3 resumes the paused SuperFunction after
+  the handler. It goes back to the queue instead, to be picked like any other, when by then
+  its time slice is over or the policy's ``wakeup_preempt`` says a queued thread preempts it
+  (the need-resched cases, below). Before 2026-11-26 every interrupted thread went to the back
+  of the queue, so that first come first served policies ran the queued work first.
 * **A hardware interrupt preempts a bottom half, not another interrupt**: when a hardware
   interrupt is queued on a core that runs a bottom half, the bottom half is paused at the end
   of its chunk and put back at the head of the core's queue, so that it resumes once the
@@ -391,6 +398,8 @@ class Engine:
         self.dep_done = np.zeros(total, dtype=bool)      # its wake-up has happened
         self.queues: list[list[Work]] = [[] for _ in range(self.ncores)]
         self.core_item = [-1] * self.ncores
+        # the thread item an interrupt took the core from (resumes next, see the module)
+        self.core_paused = [-1] * self.ncores
         self.core_end = [0] * self.ncores                # offset the running chunk reaches
         self.core_task = [-1] * self.ncores              # thread that ran last
         self.core_slice = [0.0] * self.ncores            # when the running thread item began
@@ -675,6 +684,16 @@ class Engine:
             self._run_moved(c, self.incoming[c].pop(0))
             return
         q = self.queues[c]
+        g = self.core_paused[c]
+        if g >= 0 and not self._async_preempts(c):
+            # the interrupts are handled: back to the interrupted thread (module)
+            self.core_paused[c] = -1
+            wk = self.work(g)
+            if not (q and self._resched(wk, c)):
+                self.start_chunk(c, g)
+                return
+            self.ready_t[g] = self.now
+            q.append(wk)
         if not q:
             pol.steal(c)
         idx = pol.pick_next(c) if q else None
@@ -683,6 +702,11 @@ class Engine:
             return
         wk = q.pop(idx)
         g = wk.gid
+        if not wk.is_async and self.core_paused[c] >= 0:
+            # the policy picked a thread before the interrupts: the interrupted one queues
+            p, self.core_paused[c] = self.core_paused[c], -1
+            self.ready_t[p] = self.now
+            q.append(self.work(p))
         extra = 0.0
         if wk.is_async:
             # from its arrival to its first start; a bottom half resumed after an interrupt
@@ -752,10 +776,14 @@ class Engine:
             else:
                 wk = self.work(g)
                 q = self.queues[c]
-                if not wk.is_async and q and self._yields(wk, c):
+                if not wk.is_async and q and self._resched(wk, c):
                     self.core_item[c] = -1
                     self.ready_t[g] = self.now
                     q.append(wk)
+                elif not wk.is_async and self.core_paused[c] < 0 and self._async_preempts(c):
+                    # interrupted, not preempted: it resumes after the handlers (dispatch)
+                    self.core_item[c] = -1
+                    self.core_paused[c] = g
                 elif wk.is_async and wk.category != _INTERRUPT and self._irq_waits(c):
                     # a hardware interrupt pauses the bottom half, which resumes next (module)
                     self.core_item[c] = -1
@@ -816,15 +844,23 @@ class Engine:
 
     def _yields(self, wk: Work, c: int) -> bool:
         """Whether thread item ``wk``, running on ``c`` (or continuing there at a boundary),
-        gives the core to the queue now: an interrupt or bottom half waits (unless the
-        policy sets ``preempt_for_interrupts = False``), its time slice is over, or the
-        policy's ``wakeup_preempt`` says a queued thread preempts it."""
+        gives the core up now: an interrupt or bottom half waits (unless the policy sets
+        ``preempt_for_interrupts = False``), or :meth:`_resched`."""
+        return self._async_preempts(c) or self._resched(wk, c)
+
+    def _async_preempts(self, c: int) -> bool:
+        """Whether an interrupt (or a bottom half, unless the policy sets
+        ``preempt_for_bottom_halves = False``) waits on ``c`` to interrupt its thread."""
         pol = self.policy
-        q = self.queues[c]
-        if getattr(pol, "preempt_for_interrupts", True):
-            bh = getattr(pol, "preempt_for_bottom_halves", True)
-            if any(x.is_async and (bh or x.category == _INTERRUPT) for x in q):
-                return True
+        if not getattr(pol, "preempt_for_interrupts", True):
+            return False
+        bh = getattr(pol, "preempt_for_bottom_halves", True)
+        return any(x.is_async and (bh or x.category == _INTERRUPT) for x in self.queues[c])
+
+    def _resched(self, wk: Work, c: int) -> bool:
+        """Linux's need-resched cases for thread item ``wk`` on ``c``: its time slice is over,
+        or the policy's ``wakeup_preempt`` says a queued thread preempts it."""
+        pol = self.policy
         if self.now - self.core_slice[c] >= pol.time_slice(wk, c):
             return True
         return bool(pol.wakeup_preempt(wk, c))
