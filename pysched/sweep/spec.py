@@ -61,7 +61,8 @@ SWEEP_KEYS = ("epoch_ms", "machine")
 #: placement (:mod:`pysched.sandbox.engine`). 5: results have ``copy_fairness``; SchedTask's
 #: similar-work stealing also takes work of zero overlap (its side only); a hardware interrupt
 #: preempts a running bottom half and is picked before queued bottom halves, and SchedTask
-#: routes device interrupts only (per-CPU vectors stay where they arrive).
+#: routes device interrupts only (per-CPU vectors stay where they arrive); an interrupted thread
+#: resumes after the handlers instead of queueing behind other work.
 RESULT_VERSION = 5
 
 
