@@ -55,10 +55,10 @@ Rules (each an approximation of a real machine, written down here where it is ma
   counted once per item, at its first start. Approximation: late by up to one chunk, as every
   event; the policy's ``pick_next`` decides that the interrupt runs before the paused bottom
   half (every policy that preempts takes hardware interrupts first).
-* **Scheduling points**: a thread item gives its core to the queue only at the end of a chunk
-  where an interrupt waits, its time slice (the policy's ``time_slice``) is over, or the
-  policy's ``wakeup_preempt`` says so (CFS's wake-up preemption, checked at chunk ends, so
-  late by at most one chunk), and when it blocks (its thread's next item is not ready). A
+* **Scheduling points**: a thread item gives its core up only at the end of a chunk where an
+  interrupt waits (until the handlers are done, above), its time slice (the policy's
+  ``time_slice``) is over, or the policy's ``wakeup_preempt`` says so (CFS's wake-up
+  preemption, checked at chunk ends, so late by at most one chunk), and when it blocks (its thread's next item is not ready). A
   SuperFunction boundary (a system call's entry or return, an exception, the resumption of a
   traced preemption) that the policy places on the thread's own core is none: the thread
   continues there, as Linux reschedules on the way back from a system call or an exception
