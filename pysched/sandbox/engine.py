@@ -784,7 +784,8 @@ class Engine:
                     # interrupted, not preempted: it resumes after the handlers (dispatch)
                     self.core_item[c] = -1
                     self.core_paused[c] = g
-                elif wk.is_async and wk.category != _INTERRUPT and self._irq_waits(c):
+                elif (wk.is_async and wk.category != _INTERRUPT
+                      and self._async_preempts(c, bottom_halves=False)):
                     # a hardware interrupt pauses the bottom half, which resumes next (module)
                     self.core_item[c] = -1
                     q.insert(0, wk)
@@ -836,25 +837,22 @@ class Engine:
                 self.s_waits += 1
                 self.start_chunk(c, ng)
 
-    def _irq_waits(self, c: int) -> bool:
-        """Whether a hardware interrupt is queued on ``c`` and the policy lets interrupts
-        preempt (a running bottom half then pauses for it, see the module)."""
-        return (getattr(self.policy, "preempt_for_interrupts", True)
-                and any(x.is_async and x.category == _INTERRUPT for x in self.queues[c]))
-
     def _yields(self, wk: Work, c: int) -> bool:
         """Whether thread item ``wk``, running on ``c`` (or continuing there at a boundary),
         gives the core up now: an interrupt or bottom half waits (unless the policy sets
         ``preempt_for_interrupts = False``), or :meth:`_resched`."""
         return self._async_preempts(c) or self._resched(wk, c)
 
-    def _async_preempts(self, c: int) -> bool:
-        """Whether an interrupt (or a bottom half, unless the policy sets
-        ``preempt_for_bottom_halves = False``) waits on ``c`` to interrupt its thread."""
+    def _async_preempts(self, c: int, bottom_halves: bool | None = None) -> bool:
+        """Whether a hardware interrupt (or a bottom half, unless ``bottom_halves`` is False;
+        None: the policy's ``preempt_for_bottom_halves``) waits on ``c`` to interrupt what runs
+        there, and the policy lets interrupts preempt (a running bottom half pauses only for a
+        hardware interrupt, see the module)."""
         pol = self.policy
         if not getattr(pol, "preempt_for_interrupts", True):
             return False
-        bh = getattr(pol, "preempt_for_bottom_halves", True)
+        bh = (getattr(pol, "preempt_for_bottom_halves", True) if bottom_halves is None
+              else bottom_halves)
         return any(x.is_async and (bh or x.category == _INTERRUPT) for x in self.queues[c])
 
     def _resched(self, wk: Work, c: int) -> bool:

@@ -112,12 +112,6 @@ MATCH = tuple(_lane_function(f) for f in (_match2, _match4, _match8, _match16))
 ARGMIN = tuple(_lane_function(f) for f in (_argmin2, _argmin4, _argmin8, _argmin16))
 
 
-def lane_index(ways: int) -> int:
-    """Index into :data:`MATCH` and :data:`ARGMIN` of the narrowest vector that holds ``ways``
-    (2..16) ways."""
-    return 0 if ways <= 2 else 1 if ways <= 4 else 2 if ways <= 8 else 3
-
-
 @numba.njit(cache=True, inline="always")
 def _match_upto16(tags: np.ndarray, base: int, n: int, line: int) -> np.uint64:
     """Bit mask of the ways ``w < n`` (``2 <= n <= 16``) at ``base`` holding ``line``."""
