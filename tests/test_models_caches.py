@@ -206,6 +206,46 @@ def test_hierarchy_hypothesis(ops, inclusive, coherence, l1_ways, lower_ways, po
     assert h.stats.events.tolist() == twin.events
 
 
+@pytest.mark.parametrize("policy", ["lru", "fifo"])
+@pytest.mark.parametrize("l1_ways", [1, 2, 3, 4, 5, 8, 12, 16])
+@pytest.mark.parametrize("lower_ways", [1, 4, 20])
+def test_levelwise_matches_access_by_access(policy, l1_ways, lower_ways):
+    """The level-at-a-time kernel leaves every array as the access-at-a-time kernel does
+    (stamps in the same order within each set), over streams longer than its block."""
+    from pysched.models.caches.levelwise import BLOCK
+    rng = np.random.default_rng(l1_ways * 100 + lower_ways)
+    cfg = small_hier(policy, cores=2, l1_ways=l1_ways, lower_ways=lower_ways)
+    fast, slow = Hierarchy(cfg, classes=3), Hierarchy(cfg, classes=3)
+    assert fast._levelwise
+    slow._levelwise = False
+    for epoch in range(3):
+        # more lines than the L3 holds: misses and dirty evictions at every level
+        addr, kind = local_stream(rng, BLOCK + 2500, lines=40 * lower_ways)
+        cls = rng.integers(0, 3, len(addr)).astype(np.uint8)
+        assert fast.run(epoch % 2, addr, kind, cls).tolist() == \
+            slow.run(epoch % 2, addr, kind, cls).tolist()
+    assert fast.stats.served.tolist() == slow.stats.served.tolist()
+    assert fast.stats.events.tolist() == slow.stats.events.tolist()
+    # dirty evictions from the L1d, L2 and L3 all happened
+    assert (fast.stats.events[:, :3].sum(axis=0) > 0).all()
+    assert fast.tags.tolist() == slow.tags.tolist()
+    assert fast.dirty.tolist() == slow.dirty.tolist()
+    for h in (fast, slow):
+        h._order = [np.argsort(h._stamp[h._slice(p, c)].reshape(-1, cfg.levels[p].ways), axis=1,
+                               kind="stable").tolist()
+                    for p in range(4) for c in range(cfg.cores if p < 3 else 1)]
+    assert fast._order == slow._order
+
+
+@pytest.mark.parametrize("change, levelwise", [
+    ({}, True), ({"inclusive": True}, False), ({"coherence": True}, False),
+    ({"l3": CacheConfig(8 * 4 * LINE, 4, LINE, 18, "random")}, False),
+    ({"l1d": CacheConfig(2 * 20 * LINE, 20, LINE, 3)}, False)])
+def test_levelwise_only_where_levels_are_independent(change, levelwise):
+    from dataclasses import replace
+    assert Hierarchy(replace(small_hier(), **change))._levelwise is levelwise
+
+
 def test_inclusion_holds():
     rng = np.random.default_rng(2)
     cfg = small_hier(cores=2, inclusive=True, coherence=True)

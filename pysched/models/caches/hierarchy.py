@@ -5,10 +5,11 @@ import numpy as np
 
 from ..codes import NEVENTS, NKINDS, NLEVELS
 from ..stats import CacheStats
-from . import validate
+from . import simd, validate
 from .config import HierarchyConfig
 from .kernels import G_MASK, G_POLICY, G_WAYS, _run_hierarchy
-from .policies import rng_state
+from .levelwise import BLOCK, _run_levelwise
+from .policies import RANDOM, rng_state
 from .policies.lru import INVALID
 from .simd import PAD
 
@@ -66,6 +67,15 @@ class Hierarchy:
         self._rng = np.array([rng_state(config.seed)], dtype=np.uint64)
         self._served = np.zeros((cores, classes, NKINDS, NLEVELS), dtype=np.int64)
         self._events = np.zeros((cores, NEVENTS), dtype=np.int64)
+        # One level at a time when no level reaches into another (see levelwise): the same
+        # results, with an L1 loop that does nothing else
+        self._levelwise = (not config.inclusive and not config.coherence
+                           and all(lv.policy_code != RANDOM for lv in levels)
+                           and max(config.l1i.ways, config.l1d.ways) <= simd.LANES)
+        if self._levelwise:
+            self._scratch = (np.empty(2 * BLOCK, np.int64), np.empty(2 * BLOCK, np.int64),
+                             np.empty(4 * BLOCK, np.int64), np.empty(4 * BLOCK, np.int64),
+                             np.zeros(4 * classes * NKINDS, np.int64))
 
     @property
     def cores(self) -> int:
@@ -108,6 +118,11 @@ class Hierarchy:
         addr, kind, cls = validate.stream(addr, kind, cls, self.classes)
         served = np.empty(len(addr), dtype=np.uint8)
         cfg = self.config
+        if self._levelwise:
+            _run_levelwise(self.tags, self.dirty, self._stamp, self._clock, self._off, self._geo,
+                           cfg.cores, self._rng, cfg.l1i.line_shift, int(core), addr, kind, cls,
+                           served, self._served.reshape(-1), self._events, *self._scratch)
+            return served
         _run_hierarchy(self.tags, self.dirty, self._stamp, self._clock, self._off, self._geo,
                        cfg.cores, cfg.inclusive, cfg.coherence, self._rng, cfg.l1i.line_shift,
                        int(core), addr, kind, cls, served, self._served.reshape(-1),

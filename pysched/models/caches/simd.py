@@ -95,6 +95,25 @@ def _make_argmin(lanes: int):
     return argmin
 
 
+@intrinsic
+def prefetch(typingctx, ary, index):
+    """Ask the CPU to bring ``ary[index]``'s cache line in (LLVM's ``llvm.prefetch``: a read,
+    kept in every level); no effect on the program's results, and never a fault."""
+    sig = types.void(ary, index)
+
+    def codegen(context, builder, signature, args):
+        aryty, idxty = signature.args
+        data = context.make_array(aryty)(context, builder, args[0]).data
+        i = context.cast(builder, args[1], idxty, types.int64)
+        p = builder.bitcast(builder.gep(data, [i]), ir.IntType(8).as_pointer())
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [p.type, _I32, _I32, _I32]),
+            "llvm.prefetch.p0")
+        builder.call(fn, [p, ir.Constant(_I32, 0), ir.Constant(_I32, 3), ir.Constant(_I32, 1)])
+        return context.get_dummy_value()
+    return sig, codegen
+
+
 _match2, _match4, _match8, _match16 = (_make_match(n) for n in (2, 4, 8, 16))
 _argmin2, _argmin4, _argmin8, _argmin16 = (_make_argmin(n) for n in (2, 4, 8, 16))
 

@@ -1,0 +1,259 @@
+"""The hierarchy one level at a time (numba, nopython; arrays and scalars only).
+
+:func:`~.kernels._run_hierarchy` takes each access down the levels it misses in before the
+next access. When no level reaches into another, the same results come from running a block of
+accesses through the L1s, then the L1s' misses and dirty evictions through the L2, then the
+L2's through the L3: the L1 loop (most of the work) then does nothing but L1 lookups, and the
+lower levels see only their own events. :class:`~.hierarchy.Hierarchy` uses this path when
+
+* the hierarchy is non-inclusive (no eviction invalidates a line in another level),
+* coherence is off (no access reaches another core's caches), and
+* no level uses random replacement (its generator is shared by all levels, so the order of
+  the draws would change),
+
+and the L1s have at most 16 ways (one vector per set). Why it gives the same results: each
+level's state depends only on the sequence of events that reach it, and that sequence is the
+same in both orders. An L1 miss of access ``n`` sends the L2 a demand for its line, then the
+L1's dirty victim if there is one (the L1 is filled after the lower levels return, and they
+cannot touch it); an L2 demand miss sends the L3 a demand, then the L2's dirty victim; a
+write-back that misses in the L2 allocates and may send a dirty victim on. Within a level,
+events keep their order, so the stamps (one clock, see :mod:`.policies.lru`) keep their order
+within every set; their values differ from the one-access-at-a-time kernel's, and only their
+order is ever used. ``tests/test_models_caches.py`` compares both kernels and the slow twin.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
+
+from . import policies, simd
+from ..codes import (EV_WB_L1D, EV_WB_L2, EV_WB_L3, EV_WBMISS_L2, EV_WBMISS_L3, IFETCH,
+                     NKINDS, NLEVELS, STORE)
+from .kernels import G_MASK, G_POLICY, G_WAYS
+
+#: Events ahead whose set the lower levels' loops prefetch: their queue is known in advance, so
+#: the host's cache misses on a large L3's arrays overlap instead of following one another.
+AHEAD = 8
+
+#: Accesses per block: the events of one block wait in scratch arrays of 2 (L2) and 4 (L3)
+#: times this many lines before the next level takes them.
+BLOCK = 4096
+
+_M2, _M4, _M8, _M16 = simd.MATCH
+_A2, _A4, _A8, _A16 = simd.ARGMIN
+
+
+# Direct-mapped L1s: a scalar compare (a vector of two lanes measured slower, 1-way fetch lines
+# of oltp and iscp)
+@numba.njit(cache=True, inline="always")
+def _match1(tags: np.ndarray, base: int, line: int) -> np.uint64:
+    return np.uint64(tags[base] == line)
+
+
+@numba.njit(cache=True, inline="always")
+def _argmin1(stamp: np.ndarray, base: int, n: int) -> int:
+    return 0
+
+
+@numba.njit(cache=True, inline="always")
+def _count(served: np.ndarray, row: np.uint64, cls: np.ndarray, kind: np.ndarray, n: int,
+           level: int, by: int) -> None:
+    """Add ``by`` to the count of access ``n`` served by ``level`` (flat, see
+    :func:`_run_levelwise`)."""
+    u = np.uint64
+    served[((row + u(cls[n])) * u(NKINDS) + u(kind[n])) * u(NLEVELS) + u(level)] += by
+
+
+@numba.njit(cache=True, inline="always")
+def _count_all_as_hits(served: np.ndarray, row: np.uint64, cls: np.ndarray, kind: np.ndarray,
+                       hist: np.ndarray) -> None:
+    """Count every access as an L1 hit; misses move their count to the level that serves them.
+
+    Counting each hit in the L1 loop made every access wait for the previous increment of the
+    same counter (about 3 ns a hit, measured on the fetch lines of barrier); here four
+    interleaved histograms (``hist``, ``4 * classes * NKINDS`` zeros) keep the increments apart.
+    """
+    u = np.uint64
+    ck = u(hist.shape[0] // 4)
+    for n in range(kind.shape[0]):
+        hist[u(n & 3) * ck + u(cls[n]) * u(NKINDS) + u(kind[n])] += 1
+    for j in range(hist.shape[0]):
+        if hist[j]:
+            g = u(j) % ck
+            served[(row * u(NKINDS) + g) * u(NLEVELS)] += hist[j]
+            hist[j] = 0
+
+
+@numba.njit(cache=True, inline="always")
+def _l1_block(match, argmin, tags, dirty, stamp, now, oi, od, mi, md, wi, wd, lru_i, lru_d,
+              shift, addr, kind, cls, lo, hi, served_out, served, row, ev_line, ev_org):
+    """Accesses ``lo..hi`` through the L1i (fetches) and L1d (loads, stores).
+
+    A hit is served here (:func:`_count_all_as_hits` counted it). A miss fills the L1 and queues, for the L2, a demand
+    (``ev_org`` = the access) and then the dirty victim if any (``ev_org`` = -1). Returns
+    ``(clock, queued events, dirty evictions)``.
+    """
+    u = np.uint64
+    mski = (u(1) << u(wi)) - u(1)
+    mskd = (u(1) << u(wd)) - u(1)
+    e = 0
+    writebacks = 0
+    for n in range(lo, hi):
+        a = addr[n] >> u(shift)
+        line = np.int64(a)
+        k = kind[n]
+        fetch = k == IFETCH
+        st = np.uint8(k == STORE)
+        # fetches and data accesses interleave unpredictably: selects, not branches
+        w = wi if fetch else wd
+        base = (oi if fetch else od) + (a & (mi if fetch else md)) * u(w)
+        now += 1
+        m = match(tags, base, line) & (mski if fetch else mskd)
+        if m != u(0):
+            i = base + u(trailing_zeros(m))
+            dirty[i] |= st
+            if lru_i if fetch else lru_d:
+                stamp[i] = now
+            served_out[n] = 0
+        else:
+            i = base + u(argmin(stamp, base, w))
+            victim = tags[i]
+            victim_dirty = dirty[i]
+            tags[i] = line
+            dirty[i] = st
+            stamp[i] = now
+            _count(served, row, cls, kind, n, 0, -1)
+            ev_line[e] = line
+            ev_org[e] = n
+            e += 1
+            # an invalid way is never dirty; only the L1d has dirty lines
+            if victim_dirty:
+                writebacks += 1
+                ev_line[e] = victim
+                ev_org[e] = -1
+                e += 1
+    return now, e, writebacks
+
+
+@numba.njit(cache=True, inline="always")
+def _lower(tags, dirty, stamp, now, rng, base0, mask, ways, policy, level, last, n_in, in_line,
+           in_org, out_line, out_org, kind, cls, served_out, served, row):
+    """The events queued for one lower level (``level`` 1 the L2, 2 the L3), in order.
+
+    A demand hit is served here; a demand miss fills the level and is served by memory at the
+    last level, else queued for the next one (then the dirty victim). A write-back hit only
+    sets the dirty bit; a write-back miss allocates the line dirty (the rules of
+    :mod:`.kernels`). Returns ``(clock, queued events, dirty evictions, write-back misses)``.
+    """
+    e = 0
+    writebacks = 0
+    wb_misses = 0
+    for j in range(n_in):
+        if j + AHEAD < n_in:
+            ahead = base0 + (in_line[j + AHEAD] & mask) * ways
+            simd.prefetch(tags, ahead)
+            simd.prefetch(stamp, ahead)
+        line = in_line[j]
+        n = in_org[j]
+        base = base0 + (line & mask) * ways
+        i = simd.find(tags, base, ways, line)
+        if i >= 0:
+            if n >= 0:
+                now += 1
+                policies.on_hit(policy, stamp, i, now)
+                served_out[n] = level
+                _count(served, row, cls, kind, n, level, 1)
+            else:
+                dirty[i] = 1
+            continue
+        if n >= 0:
+            if last:
+                served_out[n] = level + 1
+                _count(served, row, cls, kind, n, level + 1, 1)
+            else:
+                out_line[e] = line
+                out_org[e] = n
+                e += 1
+        else:
+            wb_misses += 1
+        now += 1
+        v, vd = policies.fill(policy, tags, dirty, stamp, base, ways, line, int(n < 0), now,
+                              rng)
+        if v >= 0 and vd:
+            writebacks += 1
+            if not last:
+                out_line[e] = v
+                out_org[e] = -1
+                e += 1
+    return now, e, writebacks, wb_misses
+
+
+@numba.njit(cache=True, nogil=True, _nrt=False)
+def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: np.ndarray,
+                   off: np.ndarray, geo: np.ndarray, cores: int, rng: np.ndarray, shift: int,
+                   core: int, addr: np.ndarray, kind: np.ndarray, cls: np.ndarray,
+                   served_out: np.ndarray, served: np.ndarray, events: np.ndarray,
+                   l2_line: np.ndarray, l2_org: np.ndarray, l3_line: np.ndarray,
+                   l3_org: np.ndarray, hist: np.ndarray) -> None:
+    """:func:`~.kernels._run_hierarchy` for a non-inclusive, non-coherent hierarchy of LRU and
+    FIFO levels with L1s of at most 16 ways, a block of accesses one level at a time.
+
+    ``served`` is flat, ``((core * classes + cls) * NKINDS + kind) * NLEVELS + level``; the
+    scratch arrays hold ``2 * block`` (``l2_*``) and ``4 * block`` (``l3_*``) events, and
+    ``hist`` is ``4 * classes * NKINDS`` zeros.
+    """
+    c = core
+    u = np.uint64
+    row = u(c) * u(served.shape[0] // (cores * NKINDS * NLEVELS))
+    oi, od = u(off[c]), u(off[cores + c])
+    mi, md = u(geo[0, G_MASK]), u(geo[1, G_MASK])
+    wi, wd = geo[0, G_WAYS], geo[1, G_WAYS]
+    lru_i = geo[0, G_POLICY] == policies.LRU
+    lru_d = geo[1, G_POLICY] == policies.LRU
+    b2, b3 = off[2 * cores + c], off[3 * cores]
+    block = l2_line.shape[0] // 2
+    lanes = max(wi, wd)
+    _count_all_as_hits(served, row, cls, kind, hist)
+    now = clk[0]
+    wb1 = wb2 = wb3 = miss2 = miss3 = 0
+    for lo in range(0, addr.shape[0], block):
+        hi = min(addr.shape[0], lo + block)
+        # one copy of the L1 loop per vector width, as in kernels._set_assoc
+        if lanes == 1:
+            now, n2, w = _l1_block(_match1, _argmin1, tags, dirty, stamp, now, oi, od, mi, md,
+                                   wi, wd, lru_i, lru_d, shift, addr, kind, cls, lo, hi,
+                                   served_out, served, row, l2_line, l2_org)
+        elif lanes <= 2:
+            now, n2, w = _l1_block(_M2, _A2, tags, dirty, stamp, now, oi, od, mi, md, wi, wd,
+                                   lru_i, lru_d, shift, addr, kind, cls, lo, hi, served_out,
+                                   served, row, l2_line, l2_org)
+        elif lanes <= 4:
+            now, n2, w = _l1_block(_M4, _A4, tags, dirty, stamp, now, oi, od, mi, md, wi, wd,
+                                   lru_i, lru_d, shift, addr, kind, cls, lo, hi, served_out,
+                                   served, row, l2_line, l2_org)
+        elif lanes <= 8:
+            now, n2, w = _l1_block(_M8, _A8, tags, dirty, stamp, now, oi, od, mi, md, wi, wd,
+                                   lru_i, lru_d, shift, addr, kind, cls, lo, hi, served_out,
+                                   served, row, l2_line, l2_org)
+        else:
+            now, n2, w = _l1_block(_M16, _A16, tags, dirty, stamp, now, oi, od, mi, md, wi,
+                                   wd, lru_i, lru_d, shift, addr, kind, cls, lo, hi,
+                                   served_out, served, row, l2_line, l2_org)
+        wb1 += w
+        now, n3, w, m = _lower(tags, dirty, stamp, now, rng, b2, geo[2, G_MASK], geo[2, G_WAYS],
+                               geo[2, G_POLICY], 1, False, n2, l2_line, l2_org, l3_line,
+                               l3_org, kind, cls, served_out, served, row)
+        wb2 += w
+        miss2 += m
+        now, _, w, m = _lower(tags, dirty, stamp, now, rng, b3, geo[3, G_MASK], geo[3, G_WAYS],
+                              geo[3, G_POLICY], 2, True, n3, l3_line, l3_org, l3_line, l3_org,
+                              kind, cls, served_out, served, row)
+        wb3 += w
+        miss3 += m
+    clk[0] = now
+    events[c, EV_WB_L1D] += wb1
+    events[c, EV_WB_L2] += wb2
+    events[c, EV_WB_L3] += wb3
+    events[c, EV_WBMISS_L2] += miss2
+    events[c, EV_WBMISS_L3] += miss3
