@@ -51,6 +51,7 @@ class Cache:
         self._rng = np.array([rng_state(seed)], dtype=np.uint64)
         self._counts = np.zeros((classes, 2, 2), dtype=np.int64)
         self._events = np.zeros(1, dtype=np.int64)
+        self._hist = np.zeros(4 * classes * 2, dtype=np.int64)  # scratch of the kernel
 
     @property
     def stats(self) -> SingleCacheStats:
@@ -79,7 +80,7 @@ class Cache:
         cfg = self.config
         _run_cache(self.tags, self.dirty, self._stamp, self._clock, self._rng, cfg.sets - 1,
                    cfg.ways, cfg.line_shift, cfg.policy_code, addr, store, cls, hit,
-                   self._counts.reshape(-1), self._events)
+                   self._counts.reshape(-1), self._events, self._hist)
         return hit
 
     def reset_stats(self) -> None:

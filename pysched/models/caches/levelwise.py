@@ -30,7 +30,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from . import policies, simd
 from ..codes import (EV_WB_L1D, EV_WB_L2, EV_WB_L3, EV_WBMISS_L2, EV_WBMISS_L3, IFETCH,
                      NKINDS, NLEVELS, STORE)
-from .kernels import G_MASK, G_POLICY, G_WAYS
+from .kernels import G_MASK, G_POLICY, G_WAYS, _count_pairs
 
 #: Events ahead whose set the lower levels' loops prefetch: their queue is known in advance, so
 #: the host's cache misses on a large L3's arrays overlap instead of following one another.
@@ -66,31 +66,11 @@ def _count(served: np.ndarray, row: np.uint64, cls: np.ndarray, kind: np.ndarray
 
 
 @numba.njit(cache=True, inline="always")
-def _count_all_as_hits(served: np.ndarray, row: np.uint64, cls: np.ndarray, kind: np.ndarray,
-                       hist: np.ndarray) -> None:
-    """Count every access as an L1 hit; misses move their count to the level that serves them.
-
-    Counting each hit in the L1 loop made every access wait for the previous increment of the
-    same counter (about 3 ns a hit, measured on the fetch lines of barrier); here four
-    interleaved histograms (``hist``, ``4 * classes * NKINDS`` zeros) keep the increments apart.
-    """
-    u = np.uint64
-    ck = u(hist.shape[0] // 4)
-    for n in range(kind.shape[0]):
-        hist[u(n & 3) * ck + u(cls[n]) * u(NKINDS) + u(kind[n])] += 1
-    for j in range(hist.shape[0]):
-        if hist[j]:
-            g = u(j) % ck
-            served[(row * u(NKINDS) + g) * u(NLEVELS)] += hist[j]
-            hist[j] = 0
-
-
-@numba.njit(cache=True, inline="always")
 def _l1_block(match, argmin, tags, dirty, stamp, now, oi, od, mi, md, wi, wd, lru_i, lru_d,
               shift, addr, kind, cls, lo, hi, served_out, served, row, ev_line, ev_org):
     """Accesses ``lo..hi`` through the L1i (fetches) and L1d (loads, stores).
 
-    A hit is served here (:func:`_count_all_as_hits` counted it). A miss fills the L1 and queues, for the L2, a demand
+    A hit is served here (:func:`~.kernels._count_pairs` counted it). A miss fills the L1 and queues, for the L2, a demand
     (``ev_org`` = the access) and then the dirty victim if any (``ev_org`` = -1). Returns
     ``(clock, queued events, dirty evictions)``.
     """
@@ -214,7 +194,8 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: 
     b2, b3 = off[2 * cores + c], off[3 * cores]
     block = l2_line.shape[0] // 2
     lanes = max(wi, wd)
-    _count_all_as_hits(served, row, cls, kind, hist)
+    # every access counted as an L1 hit; a miss moves its count to the level that serves it
+    _count_pairs(cls, kind, NKINDS, hist, served, row * u(NKINDS * NLEVELS), NLEVELS)
     now = clk[0]
     wb1 = wb2 = wb3 = miss2 = miss3 = 0
     for lo in range(0, addr.shape[0], block):
