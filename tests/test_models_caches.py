@@ -218,9 +218,12 @@ def test_levelwise_matches_access_by_access(policy, l1_ways, lower_ways):
     fast, slow = Hierarchy(cfg, classes=3), Hierarchy(cfg, classes=3)
     assert fast._levelwise
     slow._levelwise = False
-    for epoch in range(3):
-        # more lines than the L3 holds: misses and dirty evictions at every level
+    for epoch in range(4):
+        # more lines than the L3 holds: misses and dirty evictions at every level; epoch 2
+        # fetches only (the kernel's loop for fetch streams)
         addr, kind = local_stream(rng, BLOCK + 2500, lines=40 * lower_ways)
+        if epoch == 2:
+            kind[:] = IFETCH
         cls = rng.integers(0, 3, len(addr)).astype(np.uint8)
         assert fast.run(epoch % 2, addr, kind, cls).tolist() == \
             slow.run(epoch % 2, addr, kind, cls).tolist()
