@@ -30,6 +30,12 @@ class Hierarchy:
         Number of requester classes kept apart in the statistics (e.g. 2 for application and
         OS, or the number of superFuncType ids).
 
+    Notes
+    -----
+    A non-inclusive, non-coherent hierarchy of LRU and FIFO levels (the default, Table 2) is
+    run one level at a time over blocks of accesses (:mod:`.levelwise`), any other access by
+    access (:mod:`.kernels`); both give the same results.
+
     Attributes
     ----------
     stats : CacheStats
