@@ -197,6 +197,11 @@ def test_the_summary_sets_ours_beside_the_papers_figures():
     both = comparison_markdown(runs.assign(copy_fairness=np.where(
         runs["policy"] == "schedtask", 0.97, 0.85)))
     assert "among the copies of each traced thread 0.970 (linux 0.850" in both
+    # Fig 8 names the traces without data accesses, whose d-cache figures are missing
+    assert "No d-cache figure" not in md
+    fig8 = comparison_markdown(runs.assign(dcache_os=np.where(runs["trace"] == "find", np.nan,
+                                                              0.9))).split("### Fig 8")[1]
+    assert "No d-cache figure for find: their traces hold no data accesses" in fig8
     # without the baseline there is nothing to set beside the paper
     assert comparison_markdown(runs[runs["policy"] != "linux"]) == ""
 

@@ -373,6 +373,11 @@ def fig8_lines(r: pd.DataFrame, cores: int) -> list[str]:
                 ("icache_app", "icache_os", "dcache_app", "dcache_os", "idle_fraction")]
         lines.append("| " + " | ".join([p, *vals, FIG8_TEXT.get(p, "the baseline")]) + " |")
     lines.append("")
+    no_data = sorted(set(x.loc[x["dcache_os"].isna(), "trace"]))
+    if no_data:
+        lines += ["No d-cache figure for " + ", ".join(no_data) + ": their traces hold no data "
+                  "accesses (a `mem` table: `pysched trace --data-accesses`), so the sandbox "
+                  "replays instruction fetches only.", ""]
     for col, label in (("icache_os", "OS i-cache hit rate %"),
                        ("dcache_os", "OS d-cache hit rate %")):
         lines += [f"{label} per workload:", ""]
