@@ -75,9 +75,9 @@ def _l1_block(match, argmin, fetch_only, tags, dirty, stamp, now, oi, od, mi, md
     instruction fetches only (most traces have no data accesses), without the per-access
     choice of cache (5-27 % faster on the fetch lines of barrier and iscp).
 
-    A hit is served here (:func:`~.kernels._count_pairs` counted it). A miss fills the L1 and queues, for the L2, a demand
-    (``ev_org`` = the access) and then the dirty victim if any (``ev_org`` = -1). Returns
-    ``(clock, queued events, dirty evictions)``.
+    A hit is served here (:func:`~.kernels._count_pairs` counted it). A miss fills the L1 and
+    queues, for the L2, a demand (``ev_org`` = the access) and then the dirty victim if any
+    (``ev_org`` = -1). Returns ``(clock, queued events, dirty evictions)``.
     """
     u = np.uint64
     mski = (u(1) << u(wi)) - u(1)
