@@ -392,10 +392,10 @@ def test_schedtask_routes_device_interrupts_only():
     assert pol.route_interrupt(_vector_work(0xec, Category.BOTTOM_HALF), 0) == 1
 
 
-def test_schedtask_leaves_local_timer_interrupts_on_their_core():
-    # Two vCPUs on two cores: every local APIC timer interrupt of vCPU 1 runs on core 1 (its
-    # home), also before the first TAlloc, where types absent from the stats table go to
-    # core 0; a device interrupt of vCPU 1 does go to core 0 then.
+def test_schedtask_leaves_interrupts_where_they_arrive_before_the_first_talloc():
+    # Two vCPUs on two cores, all within the first epoch: every interrupt of vCPU 1 runs on
+    # core 1 (its home), local APIC timer and device interrupt alike: before the first TAlloc
+    # there is no table, and every SuperFunction runs locally.
     irqs = [(1, 500, 2, 1e-6 * k) for k in range(1, 6)] + [(1, 500, 3, 3e-6)]
     w, fp = tiny([[(0, 50_000, 0, FIRST)], [(1, 50_000, 0, FIRST)]], irqs, vcpus=(0, 1),
                  ntypes=4)
@@ -408,5 +408,8 @@ def test_schedtask_leaves_local_timer_interrupts_on_their_core():
     where = defaultdict(set)
     for g, c, *_ in eng.log:
         where[g].add(c)
-    assert all(where[g] == {1} for g in range(2, 7))
-    assert where[7] == {0}
+    assert all(where[g] == {1} for g in range(2, 8))
+    # with a table, a device interrupt whose type is absent from it goes to core 0 (5.2)
+    pol, _ = _policy([[], []])
+    pol.alloc[0] = [1]
+    assert pol.route_interrupt(_vector_work(0x26), 1) == 0

@@ -26,7 +26,8 @@ Algorithm 1 specify.
   its chunk (the engine's rule); bottom halves are SuperFunctions placed by TMigrate and wait
   their turn in the queue (``preempt_for_bottom_halves = False``).
 * **Interrupts** (5.2): to the allocated cores of their type (least waiting time); types absent
-  from the stats table go to core 0. 5.2 does this by programming the interrupt controller,
+  from the stats table go to core 0; before the first TAlloc, where they arrive (see below).
+  5.2 does this by programming the interrupt controller,
   which can steer only device interrupts (:data:`~.base.DEVICE_VECTORS`, and, our choice,
   interrupts whose vector the trace lost); per-CPU vectors (the local APIC timer, IPIs,
   exceptions) stay on the core where they arrive, as under ``linux`` (approximation: the
@@ -44,8 +45,10 @@ Algorithm 1 specify.
   ``none``, ``same`` (first level only) or ``similar`` (both: the paper's default; Fig 9).
 
 Our choices where the paper is silent: before the first TAlloc (the first epoch) there is no
-allocation table and every SuperFunction runs locally, an idle core then stealing any queued
-work (the paper's table exists from system initialisation); application SuperFunctions keep
+allocation table and every SuperFunction runs locally, interrupts too, an idle core then
+stealing any queued work (the paper's table exists from system initialisation; before
+2026-11-26 the sandbox sent every device interrupt of that first epoch to core 0, as types
+absent from a table, which queued 32 copies' interrupts there at 32 cores); application SuperFunctions keep
 CFS-like time slices within a core (the ``linux`` policy's), OS SuperFunctions run to
 completion; the allocation gives each type the consecutive cores from
 ``round(cores * cumulative fraction before it)`` to ``round(cores * cumulative fraction after
@@ -202,8 +205,12 @@ class SchedTask(Policy):
             # 5.2 programs the interrupt controller, which steers device interrupts only: a
             # per-CPU vector (local timer, IPI, exception) runs where it arrives
             return arrival_core
+        if not self.alloc:
+            # before the first TAlloc every SuperFunction runs locally (module docstring)
+            return arrival_core
         if work.type_id in self.alloc:
             return self.place(work, arrival_core)
+        # 5.2: an interrupt type absent from the stats table goes to core 0
         return 0 if work.category == int(Category.INTERRUPT) else arrival_core
 
     def time_slice(self, work, core: int) -> float:

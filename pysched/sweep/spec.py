@@ -62,8 +62,9 @@ SWEEP_KEYS = ("epoch_ms", "machine")
 #: similar-work stealing also takes work of zero overlap (its side only); a hardware interrupt
 #: preempts a running bottom half and is picked before queued bottom halves, and SchedTask
 #: routes device interrupts only (per-CPU vectors stay where they arrive); an interrupted thread
-#: resumes after the handlers instead of queueing behind other work.
-RESULT_VERSION = 5
+#: resumes after the handlers instead of queueing behind other work. 6: before its first TAlloc
+#: SchedTask leaves device interrupts where they arrive (they all went to core 0).
+RESULT_VERSION = 6
 
 
 class SweepSpecError(ValueError):
