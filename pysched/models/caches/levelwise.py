@@ -72,6 +72,17 @@ def _count(served: np.ndarray, row: np.uint64, cls: np.ndarray, kind: np.ndarray
 
 
 @numba.njit(cache=True, inline="always")
+def _decode(fetch_only, addr, kind, n, shift):
+    """Access ``n``: ``(address >> shift, its line, whether a fetch, whether a store)``.
+    ``fetch_only`` is a constant at each call (see :func:`_l1_block`): no ``kind`` is read."""
+    a = addr[n] >> np.uint64(shift)
+    if fetch_only:
+        return a, np.int64(a), True, np.uint8(0)
+    k = kind[n]
+    return a, np.int64(a), k == IFETCH, np.uint8(k == STORE)
+
+
+@numba.njit(cache=True, inline="always")
 def _l1_block(match, argmin, fetch_only, tags, dirty, stamp, now, oi, od, mi, md, wi, wd,
               lru_i, lru_d, shift, addr, kind, cls, lo, hi, served_out, served, row, ev_line,
               ev_org):
@@ -92,15 +103,7 @@ def _l1_block(match, argmin, fetch_only, tags, dirty, stamp, now, oi, od, mi, md
     e = 0
     writebacks = 0
     for n in range(lo, hi):
-        a = addr[n] >> u(shift)
-        line = np.int64(a)
-        if fetch_only:
-            fetch = True
-            st = np.uint8(0)
-        else:
-            k = kind[n]
-            fetch = k == IFETCH
-            st = np.uint8(k == STORE)
+        a, line, fetch, st = _decode(fetch_only, addr, kind, n, shift)
         # fetches and data accesses interleave unpredictably: selects, not branches
         w = wi if fetch else wd
         base = (oi if fetch else od) + (a & (mi if fetch else md)) * u(w)
@@ -141,15 +144,7 @@ def _l1_direct(fetch_only, tags, dirty, stamp, now, oi, od, mi, md, lru_i, lru_d
     e = 0
     writebacks = 0
     for n in range(lo, hi):
-        a = addr[n] >> u(shift)
-        line = np.int64(a)
-        if fetch_only:
-            fetch = True
-            st = np.uint8(0)
-        else:
-            k = kind[n]
-            fetch = k == IFETCH
-            st = np.uint8(k == STORE)
+        a, line, fetch, st = _decode(fetch_only, addr, kind, n, shift)
         i = (oi if fetch else od) + (a & (mi if fetch else md))
         now += 1
         old = tags[i]
