@@ -48,9 +48,9 @@ Our choices where the paper is silent: before the first TAlloc (the first epoch)
 allocation table and every SuperFunction runs locally, interrupts too, an idle core then
 stealing any queued work (the paper's table exists from system initialisation; before
 2026-11-26 the sandbox sent every device interrupt of that first epoch to core 0, as types
-absent from a table, which queued 32 copies' interrupts there at 32 cores); application SuperFunctions keep
-CFS-like time slices within a core (the ``linux`` policy's), OS SuperFunctions run to
-completion; the allocation gives each type the consecutive cores from
+absent from a table, which queued 32 copies' interrupts there at 32 cores); application
+SuperFunctions keep CFS-like time slices within a core (the ``linux`` policy's), OS
+SuperFunctions run to completion; the allocation gives each type the consecutive cores from
 ``round(cores * cumulative fraction before it)`` to ``round(cores * cumulative fraction after
 it)`` in decreasing order of fraction (at least one): types smaller than a core share one with
 their neighbours.
