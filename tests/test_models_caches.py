@@ -1,14 +1,16 @@
 """Cache kernels against slow twins, analytic cases, pycachesim, and bad input."""
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from twins.caches import SlowHierarchy, slow_find, slow_oldest, slow_single
+from twins.caches import (SlowHierarchy, slow_find, slow_oldest, slow_single, slow_touch,
+                          slow_victim)
 from pysched.models import ConfigError
-from pysched.models.caches import Cache, CacheConfig, Hierarchy, HierarchyConfig, simd
+from pysched.models.caches import Cache, CacheConfig, Hierarchy, HierarchyConfig, ranks, simd
 from pysched.models.codes import EVENT_NAMES, IFETCH, LOAD, STORE
 from pysched.models.stats import CacheStats
 
@@ -69,6 +71,47 @@ def test_set_operations_match_twin(ways):
             for line in range(6):
                 assert simd.find(tags, base, ways, line) == slow_find(tags, base, ways, line)
             assert simd.oldest(stamp, base, ways) == slow_oldest(stamp, base, ways)
+
+
+@numba.njit
+def _rank_ops(rank, sets, ways_, ops):
+    """Apply ``ops`` (set, way or -1 for the victim) to ``rank``; the ways touched."""
+    out = np.empty(len(ops), np.int64)
+    for k in range(len(ops)):
+        base = ops[k, 0] * ranks.STRIDE
+        w = ops[k, 1]
+        if w < 0:
+            w = np.int64(ranks.victim(rank, base, ways_ - 1))
+        ranks.touch(rank, base, w)
+        out[k] = w
+    return out
+
+
+@pytest.mark.parametrize("ways", list(range(1, 17)))
+def test_rank_operations_match_twin(ways):
+    rng = np.random.default_rng(ways)
+    sets = 3
+    rank = ranks.initial(sets, ways)
+    twin = rank.copy()
+    # victims first (empty sets fill way 0 first, as stamps do), then uses of any way
+    ops = np.stack([rng.integers(0, sets, 400), rng.integers(-1, ways, 400)], axis=1)
+    ops[:3 * ways, 1] = -1
+    got = _rank_ops(rank, sets, ways, ops)
+    for k, (s, w) in enumerate(ops):
+        base = int(s) * ranks.STRIDE
+        if w < 0:
+            w = slow_victim(twin, base, ways)
+        slow_touch(twin, base, int(w))
+        assert got[k] == w
+    assert rank.tolist() == twin.tolist()
+    # a permutation of 0..ways-1 per set, the spare lanes untouched
+    per_set = rank.reshape(sets, ranks.STRIDE)
+    assert (np.sort(per_set[:, :ways], axis=1) == np.arange(ways)).all()
+    assert (per_set[:, ways:] == ranks.SPARE).all()
+    # the first fills of a set go to ways 0, 1, 2, ... in order
+    fresh = ranks.initial(1, ways)
+    order = _rank_ops(fresh, 1, ways, np.array([[0, -1]] * ways))
+    assert order.tolist() == list(range(ways))
 
 
 # --- single cache vs twin -----------------------------------------------------------------

@@ -222,3 +222,17 @@ def slow_oldest(stamp, base: int, ways: int) -> int:
     """Twin of ``simd.oldest``: flat index of the first smallest stamp of the set."""
     ways_stamps = [int(stamp[i]) for i in range(base, base + ways)]
     return base + ways_stamps.index(min(ways_stamps))
+
+
+def slow_victim(rank, base: int, ways: int) -> int:
+    """Twin of ``ranks.victim``: the way of the set at ``base`` ranked ``ways - 1``."""
+    return [int(r) for r in rank[base:base + ways]].index(ways - 1)
+
+
+def slow_touch(rank, base: int, way: int) -> None:
+    """Twin of ``ranks.touch``: ``way`` ranked 0, the ways ranked below it one older."""
+    r = int(rank[base + way])
+    for i in range(base, base + 16):
+        if rank[i] < r:
+            rank[i] += 1
+    rank[base + way] = 0

@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..stats import SingleCacheStats
-from . import validate
+from . import ranks, validate
 from .config import CacheConfig
 from .kernels import _run_cache
-from .policies import rng_state
+from .policies import RANDOM, rng_state
 from .policies.lru import INVALID
 from .simd import PAD
 
@@ -47,6 +47,10 @@ class Cache:
         # replacement state of LRU and FIFO (see policies.lru) and the clock stamps come from
         self._stamp = np.full(n + PAD, INVALID, dtype=np.int64)
         self._clock = np.zeros(1, dtype=np.int64)
+        # 2 to 16 ways of LRU or FIFO keep their order as ranks instead (see ranks)
+        self._ranked = 2 <= config.ways <= ranks.STRIDE and config.policy_code != RANDOM
+        self._rank = ranks.initial(config.sets, config.ways) if self._ranked \
+            else np.zeros(0, np.uint8)
         # xorshift must not start at 0
         self._rng = np.array([rng_state(seed)], dtype=np.uint64)
         self._counts = np.zeros((classes, 2, 2), dtype=np.int64)
@@ -78,9 +82,9 @@ class Cache:
         addr, store, cls = validate.stream(addr, store, cls, self.classes, kinds=2)
         hit = np.empty(len(addr), dtype=np.uint8)
         cfg = self.config
-        _run_cache(self.tags, self.dirty, self._stamp, self._clock, self._rng, cfg.sets - 1,
-                   cfg.ways, cfg.line_shift, cfg.policy_code, addr, store, cls, hit,
-                   self._counts.reshape(-1), self._events, self._hist)
+        _run_cache(self.tags, self.dirty, self._stamp, self._rank, self._clock, self._rng,
+                   cfg.sets - 1, cfg.ways, cfg.line_shift, cfg.policy_code, addr, store, cls,
+                   hit, self._counts.reshape(-1), self._events, self._hist)
         return hit
 
     def reset_stats(self) -> None:
@@ -93,6 +97,8 @@ class Cache:
         self.tags[:] = -1
         self.dirty[:] = 0
         self._stamp[:] = INVALID
+        if self._ranked:
+            self._rank[:] = ranks.initial(self.config.sets, self.config.ways)
 
     def contains(self, addr: int) -> bool:
         """Whether the line of byte address ``addr`` is cached."""

@@ -4,8 +4,9 @@ Cache state is three flat arrays over every way of every cache instance: ``tags`
 number, -1 when invalid), ``dirty`` (uint8) and ``stamp`` (int64, the replacement state of LRU
 and FIFO, see :mod:`.policies.lru`), plus ``clk``, a one-element int64 clock that stamps come
 from. A cache instance starts at ``off[inst]``; set ``s`` of it at ``off[inst] + s * ways``.
-LRU and FIFO leave ways where they were filled and order them by stamp; random replacement
-keeps each set in fill order (see :mod:`.policies.random_policy`). A set's tags are matched
+LRU and FIFO leave ways where they were filled and order them by stamp (the single cache of 2
+to 16 ways by rank instead, see :mod:`.ranks`); random replacement keeps each set in fill order
+(see :mod:`.policies.random_policy`). A set's tags are matched
 and its smallest stamp found with vector operations (:mod:`.simd`): ``tags`` and ``stamp`` hold
 :data:`.simd.PAD` spare elements after the last set. The public classes
 :class:`~pysched.models.caches.cache.Cache` and :class:`~pysched.models.caches.hierarchy.Hierarchy`
@@ -23,7 +24,7 @@ import numba
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from . import policies, simd
+from . import policies, ranks, simd
 from ..codes import (EV_BACKINV, EV_COH_INV, EV_COH_WB, EV_WB_L1D, EV_WB_L2, EV_WB_L3,
                      EV_WBMISS_L2, EV_WBMISS_L3, IFETCH, NKINDS, NLEVELS, STORE)
 
@@ -35,7 +36,6 @@ from ..codes import (EV_BACKINV, EV_COH_INV, EV_COH_WB, EV_WB_L1D, EV_WB_L2, EV_
 G_MASK, G_WAYS, G_POLICY = 0, 1, 2
 
 _M2, _M4, _M8, _M16 = simd.MATCH
-_A2, _A4, _A8, _A16 = simd.ARGMIN
 
 
 # --- one cache level ----------------------------------------------------------------------
@@ -153,60 +153,63 @@ def _direct_mapped(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, now: 
 
 
 @numba.njit(cache=True, inline="always")
-def _set_assoc(match, argmin, tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, now: int,
-               mask: int, ways: int, shift: int, lru: bool, addr: np.ndarray,
-               store: np.ndarray, cls: np.ndarray, hit_out: np.ndarray,
-               counts: np.ndarray) -> tuple[int, int]:
-    """:func:`_run_cache` for 2 to 16 ways and LRU or FIFO: ``(clock, dirty evictions)``.
+def _set_assoc(match, tags: np.ndarray, dirty: np.ndarray, rank: np.ndarray, mask: int,
+               ways: int, shift: int, lru: bool, addr: np.ndarray, store: np.ndarray,
+               cls: np.ndarray, hit_out: np.ndarray, counts: np.ndarray) -> int:
+    """:func:`_run_cache` for 2 to 16 ways and LRU or FIFO, the order of each set kept as
+    ranks (:mod:`.ranks`): returns the dirty evictions.
 
-    ``match`` and ``argmin`` are one lane count's :data:`.simd.MATCH` and :data:`.simd.ARGMIN`,
-    so each lane count gets its own loop with no per-access branch on the geometry. Indices
-    are unsigned (numba adds a wrap-around select to every signed index) and ``counts`` is
-    flat, ``counts[(cls * 2 + store) * 2 + hit]``: these measured 5-30 % faster than the
-    general loop on the fetch lines of apache-short and chase-large (1 M accesses, 2-16 ways).
-    Every access was counted as a hit before (:func:`_count_pairs`); a miss moves its count.
+    ``match`` is one lane count's :data:`.simd.MATCH`, so each lane count gets its own loop
+    with no per-access branch on the geometry. Indices are unsigned (numba adds a wrap-around
+    select to every signed index) and ``counts`` is flat, ``counts[(cls * 2 + store) * 2 +
+    hit]``: these measured 5-30 % faster than the general loop on the fetch lines of
+    apache-short and chase-large (1 M accesses, 2-16 ways). Every access was counted as a hit
+    before (:func:`_count_pairs`); a miss moves its count.
     """
     u = np.uint64
     writebacks = u(0)
     wmask = (u(1) << u(ways)) - u(1)
+    top = ways - 1
     for n in range(addr.shape[0]):
         a = addr[n] >> u(shift)
         line = np.int64(a)
-        base = (a & u(mask)) * u(ways)
+        s = a & u(mask)
+        base = s * u(ways)
+        r = s * u(ranks.STRIDE)
         st = store[n]
-        now += 1
         m = match(tags, base, line) & wmask
         if m != u(0):
-            i = base + u(trailing_zeros(m))
-            dirty[i] |= st
+            w = u(trailing_zeros(m))
+            dirty[base + w] |= st
             if lru:
-                stamp[i] = now
+                ranks.touch(rank, r, w)
             hit = u(1)
         else:
-            # the way with the smallest stamp: an invalid one, else the LRU / first-filled
-            i = base + u(argmin(stamp, base, ways))
-            writebacks += u(dirty[i])
+            w = ranks.victim(rank, r, top)
+            i = base + w
+            writebacks += u(dirty[i])      # an invalid way is never dirty
             tags[i] = line
             dirty[i] = st
-            stamp[i] = now
+            ranks.touch(rank, r, w)
             hit = u(0)
             j = (u(cls[n]) * u(2) + u(st)) * u(2)
             counts[j + u(1)] -= 1
             counts[j] += 1
         hit_out[n] = np.uint8(hit)
-    return now, np.int64(writebacks)
+    return np.int64(writebacks)
 
 
 @numba.njit(cache=True, nogil=True, _nrt=False)
-def _run_cache(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: np.ndarray,
-               rng: np.ndarray, mask: int, ways: int, shift: int, policy: int,
+def _run_cache(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank: np.ndarray,
+               clk: np.ndarray, rng: np.ndarray, mask: int, ways: int, shift: int, policy: int,
                addr: np.ndarray, store: np.ndarray, cls: np.ndarray, hit_out: np.ndarray,
                counts: np.ndarray, events: np.ndarray, hist: np.ndarray) -> None:
     """One set-associative write-back, write-allocate cache over ``addr``.
 
     ``hit_out[n]`` gets 1 for a hit; ``counts`` (flat, ``(cls * 2 + store) * 2 + hit``) and
     ``events[0]`` (dirty evictions) are incremented. ``hist`` is scratch for
-    :func:`_count_pairs` (``4 * classes * 2`` zeros).
+    :func:`_count_pairs` (``4 * classes * 2`` zeros). 2 to 16 ways of LRU or FIFO keep their
+    order in ``rank`` (:mod:`.ranks`), any other geometry and policy in ``stamp``.
     """
     # the clock lives in a register here (nothing else stamps this cache meanwhile)
     if ways == 1 and policy != policies.RANDOM:
@@ -218,21 +221,19 @@ def _run_cache(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: np.n
         return
     if 2 <= ways <= simd.LANES and policy != policies.RANDOM:
         lru = policy == policies.LRU
-        now = clk[0]
         _count_pairs(cls, store, 2, hist, counts, 1, 2)
         if ways <= 2:
-            now, writebacks = _set_assoc(_M2, _A2, tags, dirty, stamp, now, mask, ways, shift,
-                                         lru, addr, store, cls, hit_out, counts)
+            writebacks = _set_assoc(_M2, tags, dirty, rank, mask, ways, shift, lru, addr,
+                                    store, cls, hit_out, counts)
         elif ways <= 4:
-            now, writebacks = _set_assoc(_M4, _A4, tags, dirty, stamp, now, mask, ways, shift,
-                                         lru, addr, store, cls, hit_out, counts)
+            writebacks = _set_assoc(_M4, tags, dirty, rank, mask, ways, shift, lru, addr,
+                                    store, cls, hit_out, counts)
         elif ways <= 8:
-            now, writebacks = _set_assoc(_M8, _A8, tags, dirty, stamp, now, mask, ways, shift,
-                                         lru, addr, store, cls, hit_out, counts)
+            writebacks = _set_assoc(_M8, tags, dirty, rank, mask, ways, shift, lru, addr,
+                                    store, cls, hit_out, counts)
         else:
-            now, writebacks = _set_assoc(_M16, _A16, tags, dirty, stamp, now, mask, ways,
-                                         shift, lru, addr, store, cls, hit_out, counts)
-        clk[0] = now
+            writebacks = _set_assoc(_M16, tags, dirty, rank, mask, ways, shift, lru, addr,
+                                    store, cls, hit_out, counts)
         events[0] += writebacks
         return
     writebacks = 0
