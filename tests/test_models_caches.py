@@ -261,15 +261,21 @@ def test_levelwise_matches_access_by_access(policy, l1_ways, lower_ways):
     fast, slow = Hierarchy(cfg, classes=3), Hierarchy(cfg, classes=3)
     assert fast._levelwise
     slow._levelwise = False
-    for epoch in range(4):
-        # more lines than the L3 holds: misses and dirty evictions at every level; epoch 2
-        # fetches only (the kernel's loop for fetch streams)
+    for epoch in range(6):
+        # more lines than the L3 holds: misses and dirty evictions at every level; epochs 2
+        # and 3 fetch only (the kernel's loop for fetch streams); epochs 3 and 4 have one class
+        # and kind (counted at the end of the run)
         addr, kind = local_stream(rng, BLOCK + 2500, lines=40 * lower_ways)
-        if epoch == 2:
-            kind[:] = IFETCH
         cls = rng.integers(0, 3, len(addr)).astype(np.uint8)
+        if epoch in (2, 3):
+            kind[:] = IFETCH
+        if epoch == 4:
+            kind[:] = STORE
+        if epoch in (3, 4):
+            cls[:] = epoch - 2
         assert fast.run(epoch % 2, addr, kind, cls).tolist() == \
             slow.run(epoch % 2, addr, kind, cls).tolist()
+        assert fast.stats.served.tolist() == slow.stats.served.tolist()
     assert fast.stats.served.tolist() == slow.stats.served.tolist()
     assert fast.stats.events.tolist() == slow.stats.events.tolist()
     # dirty evictions from the L1d, L2 and L3 all happened

@@ -88,8 +88,9 @@ def _put_dirty(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: np.n
 
 @numba.njit(cache=True, inline="always")
 def _count_pairs(a: np.ndarray, b: np.ndarray, nb: int, hist: np.ndarray, out: np.ndarray,
-                 off: int, stride: int) -> None:
-    """``out[off + (a[n] * nb + b[n]) * stride] += 1`` for every ``n``.
+                 off: int, stride: int) -> bool:
+    """``out[off + (a[n] * nb + b[n]) * stride] += 1`` for every ``n``; whether every ``n``
+    had the same ``(a[n], b[n])``.
 
     The kernels count every access as a hit here and move a miss's count when it happens.
     Counting each hit in the access loop made every access wait for the previous increment of
@@ -101,14 +102,14 @@ def _count_pairs(a: np.ndarray, b: np.ndarray, nb: int, hist: np.ndarray, out: n
     u = np.uint64
     n_all = a.shape[0]
     if n_all == 0:
-        return
+        return True
     a0, b0 = a[0], b[0]
     differ = 0
     for n in range(n_all):
         differ |= (a[n] ^ a0) | (b[n] ^ b0)
     if differ == 0:
         out[u(off) + (u(a0) * u(nb) + u(b0)) * u(stride)] += n_all
-        return
+        return True
     k = u(hist.shape[0] // 4)
     for n in range(n_all):
         hist[u(n & 3) * k + u(a[n]) * u(nb) + u(b[n])] += 1
@@ -116,6 +117,7 @@ def _count_pairs(a: np.ndarray, b: np.ndarray, nb: int, hist: np.ndarray, out: n
         if hist[j]:
             out[u(off) + (u(j) % k) * u(stride)] += hist[j]
             hist[j] = 0
+    return False
 
 
 # --- a single cache over a stream ---------------------------------------------------------

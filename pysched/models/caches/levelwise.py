@@ -32,8 +32,11 @@ from ..codes import (EV_WB_L1D, EV_WB_L2, EV_WB_L3, EV_WBMISS_L2, EV_WBMISS_L3, 
                      NKINDS, NLEVELS, STORE)
 from .kernels import G_MASK, G_POLICY, G_WAYS, _count_pairs
 
-#: Events ahead whose set the lower levels' loops prefetch: their queue is known in advance, so
+#: Events ahead whose set the last level's loop prefetches: its queue is known in advance, so
 #: the host's cache misses on a large L3's arrays overlap instead of following one another.
+#: The L2's loop does not: its arrays (256 KB of 64-byte lines: 70 KB) stay in the host's
+#: caches, and prefetching them measured 1-14 % slower (fetch lines of apache, chase-mid, find,
+#: netserver-10b; 1, 2 and 8 ways).
 AHEAD = 8
 
 #: A direct-mapped L1 takes the next block without a branch on hit or miss (:func:`_l1_direct`)
@@ -200,26 +203,35 @@ def _l1_lanes(fetch_only, lanes, branchless, tags, dirty, stamp, now, oi, od, mi
 
 @numba.njit(cache=True, inline="always")
 def _lower(tags, dirty, stamp, now, rng, base0, mask, ways, policy, level, last, n_in, in_line,
-           in_org, out_line, out_org, kind, cls, served_out, served, row):
+           in_org, out_line, out_org, kind, cls, served_out, served, row, each):
     """The events queued for one lower level (``level`` 1 the L2, 2 the L3), in order.
 
     A demand hit is served here; a demand miss fills the level and is served by memory at the
     last level, else queued for the next one (then the dirty victim). A write-back hit only
     sets the dirty bit; a write-back miss allocates the line dirty (the rules of
-    :mod:`.kernels`). Returns ``(clock, queued events, dirty evictions, write-back misses)``.
+    :mod:`.kernels`). Returns ``(clock, queued events, dirty evictions, write-back misses,
+    demands, demand hits)``.
+
+    With ``each``, every demand moves its access's count to the level that serves it here (see
+    :func:`_run_levelwise`); without, the caller moves them all at once from the returned
+    figures (one class and kind: every access has the same counters, and updating the same
+    counter at every event made each event wait for the previous one).
     """
     e = 0
     writebacks = 0
     wb_misses = 0
+    demands = 0
+    hits = 0
     first = level == 1
     for j in range(n_in):
-        if j + AHEAD < n_in:
+        if last and j + AHEAD < n_in:       # (last is a constant at each call)
             ahead = base0 + (in_line[j + AHEAD] & mask) * ways
             simd.prefetch(tags, ahead)
             simd.prefetch(stamp, ahead)
         line = in_line[j]
         n = in_org[j]
-        if first and n >= 0:
+        demands += n >= 0
+        if each and first and n >= 0:
             # an L1 miss: counted as an L1 hit so far (_count_pairs)
             _count(served, row, cls, kind, n, 0, -1)
         base = base0 + (line & mask) * ways
@@ -229,14 +241,17 @@ def _lower(tags, dirty, stamp, now, rng, base0, mask, ways, policy, level, last,
                 now += 1
                 policies.on_hit(policy, stamp, i, now)
                 served_out[n] = level
-                _count(served, row, cls, kind, n, level, 1)
+                hits += 1
+                if each:
+                    _count(served, row, cls, kind, n, level, 1)
             else:
                 dirty[i] = 1
             continue
         if n >= 0:
             if last:
                 served_out[n] = level + 1
-                _count(served, row, cls, kind, n, level + 1, 1)
+                if each:
+                    _count(served, row, cls, kind, n, level + 1, 1)
             else:
                 out_line[e] = line
                 out_org[e] = n
@@ -252,7 +267,7 @@ def _lower(tags, dirty, stamp, now, rng, base0, mask, ways, policy, level, last,
                 out_line[e] = v
                 out_org[e] = -1
                 e += 1
-    return now, e, writebacks, wb_misses
+    return now, e, writebacks, wb_misses, demands, hits
 
 
 @numba.njit(cache=True, nogil=True, _nrt=False)
@@ -284,10 +299,13 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: 
     for n in range(kind.shape[0]):
         kinds |= kind[n]
     fetch_only = kinds == IFETCH
-    # every access counted as an L1 hit; a miss moves its count to the level that serves it
-    _count_pairs(cls, kind, NKINDS, hist, served, row * u(NKINDS * NLEVELS), NLEVELS)
+    # every access counted as an L1 hit; a miss moves its count to the level that serves it,
+    # at once at the end when every access has the same class and kind
+    one_key = _count_pairs(cls, kind, NKINDS, hist, served, row * u(NKINDS * NLEVELS), NLEVELS)
+    each = not one_key
     now = clk[0]
     wb1 = wb2 = wb3 = miss2 = miss3 = 0
+    d2 = h2 = d3 = h3 = 0
     branchless = False
     for lo in range(0, addr.shape[0], block):
         hi = min(addr.shape[0], lo + block)
@@ -302,17 +320,29 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: 
                                    served_out, served, row, l2_line, l2_org)
         branchless = n2 > BRANCHLESS_ABOVE * (hi - lo)
         wb1 += w
-        now, n3, w, m = _lower(tags, dirty, stamp, now, rng, b2, geo[2, G_MASK], geo[2, G_WAYS],
-                               geo[2, G_POLICY], 1, False, n2, l2_line, l2_org, l3_line,
-                               l3_org, kind, cls, served_out, served, row)
+        now, n3, w, m, d, h = _lower(tags, dirty, stamp, now, rng, b2, geo[2, G_MASK],
+                                     geo[2, G_WAYS], geo[2, G_POLICY], 1, False, n2, l2_line,
+                                     l2_org, l3_line, l3_org, kind, cls, served_out, served,
+                                     row, each)
         wb2 += w
         miss2 += m
-        now, _, w, m = _lower(tags, dirty, stamp, now, rng, b3, geo[3, G_MASK], geo[3, G_WAYS],
-                              geo[3, G_POLICY], 2, True, n3, l3_line, l3_org, l3_line, l3_org,
-                              kind, cls, served_out, served, row)
+        d2 += d
+        h2 += h
+        now, _, w, m, d, h = _lower(tags, dirty, stamp, now, rng, b3, geo[3, G_MASK],
+                                    geo[3, G_WAYS], geo[3, G_POLICY], 2, True, n3, l3_line,
+                                    l3_org, l3_line, l3_org, kind, cls, served_out, served, row,
+                                    each)
         wb3 += w
         miss3 += m
+        d3 += d
+        h3 += h
     clk[0] = now
+    if one_key and addr.shape[0]:
+        # L1 misses go down from the L1 count to where they were served
+        _count(served, row, cls, kind, 0, 0, -d2)
+        _count(served, row, cls, kind, 0, 1, h2)
+        _count(served, row, cls, kind, 0, 2, h3)
+        _count(served, row, cls, kind, 0, 3, d3 - h3)
     events[c, EV_WB_L1D] += wb1
     events[c, EV_WB_L2] += wb2
     events[c, EV_WB_L3] += wb3
