@@ -147,6 +147,9 @@ def test_single_cache_random_streams(policy, geometry):
     addr, kind = local_stream(rng, 4000, lines=max(200, 3 * size // LINE))
     store = (kind == STORE).astype(np.uint8)
     cls = rng.integers(0, 3, len(addr))
+    # the second call has one class and store bit (its misses counted at the end)
+    store[1500:] = 0
+    cls[1500:] = 1
     c = Cache(CacheConfig(size, ways, LINE, 1, policy), classes=3, seed=5)
     # two calls: state persists across runs
     h1 = c.run(addr[:1500], store[:1500], cls[:1500])

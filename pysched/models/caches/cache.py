@@ -55,7 +55,7 @@ class Cache:
         self._rng = np.array([rng_state(seed)], dtype=np.uint64)
         self._counts = np.zeros((classes, 2, 2), dtype=np.int64)
         self._events = np.zeros(1, dtype=np.int64)
-        self._hist = np.zeros(4 * classes * 2, dtype=np.int64)  # scratch of the kernel
+        self._hist = np.zeros(4 * classes * 4, dtype=np.int64)  # scratch of the kernel
 
     @property
     def stats(self) -> SingleCacheStats:

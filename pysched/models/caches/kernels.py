@@ -87,6 +87,18 @@ def _put_dirty(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: np.n
 # --- counting -----------------------------------------------------------------------------
 
 @numba.njit(cache=True, inline="always")
+def _one_key(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether every ``(a[n], b[n])`` is the same (a loop the compiler vectorises)."""
+    if a.shape[0] == 0:
+        return True
+    a0, b0 = a[0], b[0]
+    differ = 0
+    for n in range(a.shape[0]):
+        differ |= (a[n] ^ a0) | (b[n] ^ b0)
+    return differ == 0
+
+
+@numba.njit(cache=True, inline="always")
 def _count_pairs(a: np.ndarray, b: np.ndarray, nb: int, hist: np.ndarray, out: np.ndarray,
                  off: int, stride: int) -> bool:
     """``out[off + (a[n] * nb + b[n]) * stride] += 1`` for every ``n``; whether every ``n``
@@ -101,14 +113,9 @@ def _count_pairs(a: np.ndarray, b: np.ndarray, nb: int, hist: np.ndarray, out: n
     """
     u = np.uint64
     n_all = a.shape[0]
-    if n_all == 0:
-        return True
-    a0, b0 = a[0], b[0]
-    differ = 0
-    for n in range(n_all):
-        differ |= (a[n] ^ a0) | (b[n] ^ b0)
-    if differ == 0:
-        out[u(off) + (u(a0) * u(nb) + u(b0)) * u(stride)] += n_all
+    if _one_key(a, b):
+        if n_all:
+            out[u(off) + (u(a[0]) * u(nb) + u(b[0])) * u(stride)] += n_all
         return True
     k = u(hist.shape[0] // 4)
     for n in range(n_all):
@@ -120,21 +127,53 @@ def _count_pairs(a: np.ndarray, b: np.ndarray, nb: int, hist: np.ndarray, out: n
     return False
 
 
+@numba.njit(cache=True, inline="always")
+def _count_single(cls: np.ndarray, store: np.ndarray, hit: np.ndarray, misses: int,
+                  hist: np.ndarray, counts: np.ndarray) -> None:
+    """``counts[(cls[n] * 2 + store[n]) * 2 + hit[n]] += 1`` for every ``n``, after the loop.
+
+    The single cache's loops count nothing but ``misses``: a stream of one class and store bit
+    is counted from it at once; others go through four interleaved histograms (``hist``: ``4 *
+    classes * 4`` zeros; left zero). Counting in the loop made every access wait for the
+    previous increment of the same counter, and with two copies of the loop (one counting, one
+    not) the compiler merged them into one that measured 2.5x slower than either alone
+    (direct-mapped, fetch lines of netserver-10b).
+    """
+    u = np.uint64
+    n_all = cls.shape[0]
+    if n_all == 0:
+        return
+    if _one_key(cls, store):
+        key = (u(cls[0]) * u(2) + u(store[0])) * u(2)
+        counts[key] += misses
+        counts[key + u(1)] += n_all - misses
+        return
+    k = u(hist.shape[0] // 4)
+    for n in range(n_all):
+        hist[u(n & 3) * k + (u(cls[n]) * u(2) + u(store[n])) * u(2) + u(hit[n])] += 1
+    for j in range(hist.shape[0]):
+        if hist[j]:
+            counts[u(j) % k] += hist[j]
+            hist[j] = 0
+
+
 # --- a single cache over a stream ---------------------------------------------------------
 
 @numba.njit(cache=True, inline="always")
-def _direct_mapped(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, now: int, mask: int,
-                   shift: int, fifo: bool, addr: np.ndarray, store: np.ndarray, cls: np.ndarray,
-                   hit_out: np.ndarray, counts: np.ndarray) -> tuple[int, int]:
+def _direct_mapped(tags: np.ndarray, dirty: np.ndarray, mask: int, shift: int,
+                   addr: np.ndarray, store: np.ndarray, hit_out: np.ndarray) -> tuple[int, int]:
     """:func:`_run_cache` for one way and LRU or FIFO (the random policy draws from its
-    generator even with one way, so it keeps the general loop): ``(clock, dirty evictions)``.
+    generator even with one way, so it keeps the general loop): ``(dirty evictions, misses)``.
 
     The way is always the line's, so a hit and a miss do the same writes and no branch is
     needed: a branch on hit or miss mispredicts at every change, which cost more than the whole
-    access on streams that miss often (fetch lines of apache: 35 % misses).
+    access on streams that miss often (fetch lines of apache: 35 % misses). One way has no
+    order to keep, so LRU and FIFO are the same and no stamp is written: the stamp that FIFO
+    keeps on a hit had to be read back, which made the loop 1.7-3.4x slower (fetch lines of
+    netserver-10b, 128-byte lines). The caller counts (:func:`_count_single`).
     """
     writebacks = 0
-    keep = 1 if fifo else 0
+    misses = 0
     for n in range(addr.shape[0]):
         line = np.int64(addr[n] >> np.uint64(shift))
         i = line & mask
@@ -145,31 +184,27 @@ def _direct_mapped(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, now: 
         dirty[i] = st | (od & np.uint8(hit))
         # an invalid way is never dirty
         writebacks += (1 - hit) & np.int64(od)
-        now += 1
-        # LRU stamps every use, FIFO only fills (one way: kept for a later look, never compared)
-        s = stamp[i]
-        stamp[i] = now + (hit & keep) * (s - now)
         hit_out[n] = hit
-        counts[(cls[n] * 2 + st) * 2 + hit] += 1
-    return now, writebacks
+        misses += 1 - hit
+    return writebacks, misses
 
 
 @numba.njit(cache=True, inline="always")
 def _set_assoc(match, tags: np.ndarray, dirty: np.ndarray, rank: np.ndarray, mask: int,
                ways: int, shift: int, lru: bool, addr: np.ndarray, store: np.ndarray,
-               cls: np.ndarray, hit_out: np.ndarray, counts: np.ndarray) -> int:
+               hit_out: np.ndarray) -> tuple[int, int]:
     """:func:`_run_cache` for 2 to 16 ways and LRU or FIFO, the order of each set kept as
-    ranks (:mod:`.ranks`): returns the dirty evictions.
+    ranks (:mod:`.ranks`): returns ``(dirty evictions, misses)``.
 
     ``match`` is one lane count's :data:`.simd.MATCH`, so each lane count gets its own loop
     with no per-access branch on the geometry. Indices are unsigned (numba adds a wrap-around
-    select to every signed index) and ``counts`` is flat, ``counts[(cls * 2 + store) * 2 +
-    hit]``: these measured 5-30 % faster than the general loop on the fetch lines of
-    apache-short and chase-large (1 M accesses, 2-16 ways). Every access was counted as a hit
-    before (:func:`_count_pairs`); a miss moves its count.
+    select to every signed index): measured 5-30 % faster than the general loop on the fetch
+    lines of apache-short and chase-large (1 M accesses, 2-16 ways). The caller counts
+    (:func:`_count_single`).
     """
     u = np.uint64
     writebacks = u(0)
+    misses = 0
     wmask = (u(1) << u(ways)) - u(1)
     top = ways - 1
     for n in range(addr.shape[0]):
@@ -194,11 +229,22 @@ def _set_assoc(match, tags: np.ndarray, dirty: np.ndarray, rank: np.ndarray, mas
             dirty[i] = st
             ranks.touch(rank, r, w)
             hit = u(0)
-            j = (u(cls[n]) * u(2) + u(st)) * u(2)
-            counts[j + u(1)] -= 1
-            counts[j] += 1
+            misses += 1
         hit_out[n] = np.uint8(hit)
-    return np.int64(writebacks)
+    return np.int64(writebacks), misses
+
+
+@numba.njit(cache=True, inline="always")
+def _set_assoc_lanes(tags, dirty, rank, mask, ways, shift, lru, addr, store,
+                     hit_out) -> tuple[int, int]:
+    """:func:`_set_assoc` with the set compare of the smallest vector that holds ``ways``."""
+    if ways <= 2:
+        return _set_assoc(_M2, tags, dirty, rank, mask, ways, shift, lru, addr, store, hit_out)
+    if ways <= 4:
+        return _set_assoc(_M4, tags, dirty, rank, mask, ways, shift, lru, addr, store, hit_out)
+    if ways <= 8:
+        return _set_assoc(_M8, tags, dirty, rank, mask, ways, shift, lru, addr, store, hit_out)
+    return _set_assoc(_M16, tags, dirty, rank, mask, ways, shift, lru, addr, store, hit_out)
 
 
 @numba.njit(cache=True, nogil=True, _nrt=False)
@@ -210,33 +256,20 @@ def _run_cache(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank: np.
 
     ``hit_out[n]`` gets 1 for a hit; ``counts`` (flat, ``(cls * 2 + store) * 2 + hit``) and
     ``events[0]`` (dirty evictions) are incremented. ``hist`` is scratch for
-    :func:`_count_pairs` (``4 * classes * 2`` zeros). 2 to 16 ways of LRU or FIFO keep their
+    :func:`_count_single` (``4 * classes * 4`` zeros). 2 to 16 ways of LRU or FIFO keep their
     order in ``rank`` (:mod:`.ranks`), any other geometry and policy in ``stamp``.
     """
     # the clock lives in a register here (nothing else stamps this cache meanwhile)
     if ways == 1 and policy != policies.RANDOM:
-        now, writebacks = _direct_mapped(tags, dirty, stamp, clk[0], mask, shift,
-                                         policy == policies.FIFO, addr, store, cls, hit_out,
-                                         counts)
-        clk[0] = now
+        writebacks, misses = _direct_mapped(tags, dirty, mask, shift, addr, store, hit_out)
         events[0] += writebacks
+        _count_single(cls, store, hit_out, misses, hist, counts)
         return
     if 2 <= ways <= simd.LANES and policy != policies.RANDOM:
-        lru = policy == policies.LRU
-        _count_pairs(cls, store, 2, hist, counts, 1, 2)
-        if ways <= 2:
-            writebacks = _set_assoc(_M2, tags, dirty, rank, mask, ways, shift, lru, addr,
-                                    store, cls, hit_out, counts)
-        elif ways <= 4:
-            writebacks = _set_assoc(_M4, tags, dirty, rank, mask, ways, shift, lru, addr,
-                                    store, cls, hit_out, counts)
-        elif ways <= 8:
-            writebacks = _set_assoc(_M8, tags, dirty, rank, mask, ways, shift, lru, addr,
-                                    store, cls, hit_out, counts)
-        else:
-            writebacks = _set_assoc(_M16, tags, dirty, rank, mask, ways, shift, lru, addr,
-                                    store, cls, hit_out, counts)
+        writebacks, misses = _set_assoc_lanes(tags, dirty, rank, mask, ways, shift,
+                                              policy == policies.LRU, addr, store, hit_out)
         events[0] += writebacks
+        _count_single(cls, store, hit_out, misses, hist, counts)
         return
     writebacks = 0
     now = clk[0]

@@ -33,18 +33,33 @@ def check_range(name: str, a: np.ndarray, limit: int, what: str) -> None:
                              f"of range: {what}")
 
 
+#: Zeros handed to the kernels for a ``kind``/``store``/``cls`` left out, one buffer per dtype,
+#: grown as needed and never written: a new np.zeros per call cost 1.1 ns an access (page
+#: faults and zeroing, 3 MB per 1 M accesses) on top of a 3.7 ns direct-mapped run.
+_ZEROS: dict[np.dtype, np.ndarray] = {}
+
+
+def zeros(n: int, dtype) -> np.ndarray:
+    """``n`` zeros of ``dtype``, a view of a shared buffer the kernels only read."""
+    dtype = np.dtype(dtype)
+    buf = _ZEROS.get(dtype)
+    if buf is None or len(buf) < n:
+        buf = _ZEROS[dtype] = np.zeros(max(n, 1024), dtype=dtype)
+    return buf[:n]
+
+
 def stream(addr, kind, cls, classes: int, kinds: int = NKINDS
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validated ``(addr uint64, kind uint8, cls uint16)``; ``kind``/``cls`` None -> zeros."""
     addr = as_array("addr", addr, np.uint64)
     n = len(addr)
     if kind is None:
-        kind = np.zeros(n, dtype=np.uint8)
+        kind = zeros(n, np.uint8)
     else:
         kind = as_array("kind", kind, np.uint8, n)
         check_range("kind", kind, kinds, f"kinds are 0..{kinds - 1}")
     if cls is None:
-        cls = np.zeros(n, dtype=np.uint16)
+        cls = zeros(n, np.uint16)
     else:
         cls = as_array("cls", cls, np.uint16, n)
         check_range("cls", cls, classes, f"the model was built for classes=={classes}")
