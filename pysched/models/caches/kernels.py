@@ -135,9 +135,9 @@ def _count_single(cls: np.ndarray, store: np.ndarray, hit: np.ndarray, misses: i
     The single cache's loops count nothing but ``misses``: a stream of one class and store bit
     is counted from it at once; others go through four interleaved histograms (``hist``: ``4 *
     classes * 4`` zeros; left zero). Counting in the loop made every access wait for the
-    previous increment of the same counter, and with two copies of the loop (one counting, one
-    not) the compiler merged them into one that measured 2.5x slower than either alone
-    (direct-mapped, fetch lines of netserver-10b).
+    previous increment of the same counter, and two copies of the loop (one counting, one
+    not) measured 2.3x slower than the one copy (direct-mapped, fetch lines of netserver-10b;
+    the cause was not found).
     """
     u = np.uint64
     n_all = cls.shape[0]
