@@ -163,6 +163,16 @@ def test_single_cache_random_streams(policy, geometry):
         sel = cls == q
         assert s.hits(q) == int(np.asarray(want)[sel].sum())
     assert sorted(c.tags[c.tags >= 0].tolist()) == twin.lines()
+    if c._ranked:
+        # each way's rank is its line's place in the twin's order of the set (0 most recent)
+        sets = size // (ways * LINE)
+        for q in range(sets):
+            order = [e[0] for e in twin.data[q]]
+            tags = c.tags[q * ways:(q + 1) * ways].tolist()
+            got = c._rank[q * ranks.STRIDE:q * ranks.STRIDE + ways].tolist()
+            assert [got[w] for w in range(ways) if tags[w] >= 0] == \
+                [order.index(t) for t in tags if t >= 0]
+            assert sorted(got) == list(range(ways))
 
 
 @given(st.lists(st.tuples(st.integers(0, 40), st.booleans()), max_size=200),
