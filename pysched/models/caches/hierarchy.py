@@ -5,7 +5,7 @@ import numpy as np
 
 from ..codes import NEVENTS, NKINDS, NLEVELS
 from ..stats import CacheStats
-from . import simd, validate
+from . import ranks, simd, validate
 from .config import HierarchyConfig
 from .kernels import G_MASK, G_POLICY, G_WAYS, _run_hierarchy
 from .levelwise import BLOCK, _run_levelwise
@@ -78,6 +78,14 @@ class Hierarchy:
         self._levelwise = (not config.inclusive and not config.coherence
                            and all(lv.policy_code != RANDOM for lv in levels)
                            and max(config.l1i.ways, config.l1d.ways) <= simd.LANES)
+        # The level-at-a-time L1s keep their order as ranks (see ranks): L1i of each core, then
+        # L1d of each core
+        l1_sets = [levels[p].sets for p in range(2) for _ in range(cores)]
+        self._roff = np.zeros(2 * cores, dtype=np.int64)
+        np.cumsum([n * ranks.STRIDE for n in l1_sets[:-1]], out=self._roff[1:])
+        self._rank = np.concatenate([ranks.initial(levels[p].sets, levels[p].ways)
+                                     for p in range(2) for _ in range(cores)]) \
+            if self._levelwise else np.zeros(0, np.uint8)
         if self._levelwise:
             self._scratch = (np.empty(2 * BLOCK, np.int64), np.empty(2 * BLOCK, np.int64),
                              np.empty(4 * BLOCK, np.int64), np.empty(4 * BLOCK, np.int64),
@@ -125,9 +133,10 @@ class Hierarchy:
         served = np.empty(len(addr), dtype=np.uint8)
         cfg = self.config
         if self._levelwise:
-            _run_levelwise(self.tags, self.dirty, self._stamp, self._clock, self._off, self._geo,
-                           cfg.cores, self._rng, cfg.l1i.line_shift, int(core), addr, kind, cls,
-                           served, self._served.reshape(-1), self._events, *self._scratch)
+            _run_levelwise(self.tags, self.dirty, self._stamp, self._rank, self._clock,
+                           self._off, self._roff, self._geo, cfg.cores, cfg.l1i.line_shift,
+                           int(core), addr, kind, cls, served, self._served.reshape(-1),
+                           self._events, *self._scratch)
             return served
         _run_hierarchy(self.tags, self.dirty, self._stamp, self._clock, self._off, self._geo,
                        cfg.cores, cfg.inclusive, cfg.coherence, self._rng, cfg.l1i.line_shift,
@@ -149,6 +158,8 @@ class Hierarchy:
             self.tags[:] = -1
             self.dirty[:] = 0
             self._stamp[:] = INVALID
+            for c in range(self.cores):
+                self._reset_ranks(c)
             return
         if not 0 <= core < self.cores:
             raise ValueError(f"core must be in 0..{self.cores - 1}, got {core!r}")
@@ -159,6 +170,16 @@ class Hierarchy:
             self.tags[lo:hi] = -1
             self.dirty[lo:hi] = 0
             self._stamp[lo:hi] = INVALID
+        self._reset_ranks(core)
+
+    def _reset_ranks(self, core: int) -> None:
+        """Empty-set ranks for the L1i and L1d of ``core`` (level at a time only)."""
+        if not self._levelwise:
+            return
+        for p in range(2):
+            lv = self.config.levels[p]
+            lo = int(self._roff[p * self.cores + core])
+            self._rank[lo:lo + lv.sets * ranks.STRIDE] = ranks.initial(lv.sets, lv.ways)
 
     def _slice(self, level: int, core: int) -> slice:
         inst = level * self.cores + core if level < 3 else 3 * self.cores

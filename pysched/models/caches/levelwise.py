@@ -27,7 +27,7 @@ import numba
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from . import policies, simd
+from . import policies, ranks, simd
 from ..codes import (EV_WB_L1D, EV_WB_L2, EV_WB_L3, EV_WBMISS_L2, EV_WBMISS_L3, IFETCH,
                      NKINDS, NLEVELS, STORE)
 from .kernels import G_MASK, G_POLICY, G_WAYS, _count_pairs
@@ -50,7 +50,8 @@ BRANCHLESS_ABOVE = 0.05
 BLOCK = 4096
 
 _M2, _M4, _M8, _M16 = simd.MATCH
-_A2, _A4, _A8, _A16 = simd.ARGMIN
+_F2, _F4, _F8, _F16 = simd.FIND
+_O2, _O4, _O8, _O16 = simd.OLDEST
 
 
 # Direct-mapped L1s on streams that rarely miss: a scalar compare (a vector of two lanes
@@ -58,11 +59,6 @@ _A2, _A4, _A8, _A16 = simd.ARGMIN
 @numba.njit(cache=True, inline="always")
 def _match1(tags: np.ndarray, base: int, line: int) -> np.uint64:
     return np.uint64(tags[base] == line)
-
-
-@numba.njit(cache=True, inline="always")
-def _argmin1(stamp: np.ndarray, base: int, n: int) -> int:
-    return 0
 
 
 @numba.njit(cache=True, inline="always")
@@ -86,18 +82,19 @@ def _decode(fetch_only, addr, kind, n, shift):
 
 
 @numba.njit(cache=True, inline="always")
-def _l1_block(match, argmin, fetch_only, tags, dirty, stamp, now, oi, od, mi, md, wi, wd,
-              lru_i, lru_d, shift, addr, kind, cls, lo, hi, served_out, served, row, ev_line,
-              ev_org):
+def _l1_block(match, ordered, fetch_only, tags, dirty, rank, oi, od, ri, rd, mi, md, wi, wd,
+              lru_i, lru_d, shift, addr, kind, lo, hi, served_out, ev_line, ev_org):
     """Accesses ``lo..hi`` through the L1i (fetches) and L1d (loads, stores).
 
     ``fetch_only`` is a constant at each call: True compiles a loop for a stream of
     instruction fetches only (most traces have no data accesses), without the per-access
-    choice of cache (5-27 % faster on the fetch lines of barrier and iscp).
+    choice of cache (5-27 % faster on the fetch lines of barrier and iscp). The L1s keep
+    their order as ranks (:mod:`.ranks`, sets at ``ri``/``rd``); ``ordered`` False (a constant:
+    direct-mapped L1s) keeps none.
 
     A hit is served here (:func:`~.kernels._count_pairs` counted it). A miss fills the L1 and
     queues, for the L2, a demand (``ev_org`` = the access) and then the dirty victim if any
-    (``ev_org`` = -1); the L2 moves the miss's count. Returns ``(clock, queued events, dirty
+    (``ev_org`` = -1); the L2 moves the miss's count. Returns ``(queued events, dirty
     evictions)``.
     """
     u = np.uint64
@@ -109,22 +106,25 @@ def _l1_block(match, argmin, fetch_only, tags, dirty, stamp, now, oi, od, mi, md
         a, line, fetch, st = _decode(fetch_only, addr, kind, n, shift)
         # fetches and data accesses interleave unpredictably: selects, not branches
         w = wi if fetch else wd
-        base = (oi if fetch else od) + (a & (mi if fetch else md)) * u(w)
-        now += 1
+        s = a & (mi if fetch else md)
+        base = (oi if fetch else od) + s * u(w)
+        r = (ri if fetch else rd) + s * u(ranks.STRIDE)
         m = match(tags, base, line) & (mski if fetch else mskd)
         if m != u(0):
-            i = base + u(trailing_zeros(m))
-            dirty[i] |= st
-            if lru_i if fetch else lru_d:
-                stamp[i] = now
+            way = u(trailing_zeros(m))
+            dirty[base + way] |= st
+            if ordered and (lru_i if fetch else lru_d):
+                ranks.touch(rank, r, way)
             served_out[n] = 0
         else:
-            i = base + u(argmin(stamp, base, w))
+            way = ranks.victim(rank, r, w - 1) if ordered else u(0)
+            i = base + way
             victim = tags[i]
             victim_dirty = dirty[i]
             tags[i] = line
             dirty[i] = st
-            stamp[i] = now
+            if ordered:
+                ranks.touch(rank, r, way)
             ev_line[e] = line
             ev_org[e] = n
             e += 1
@@ -134,7 +134,7 @@ def _l1_block(match, argmin, fetch_only, tags, dirty, stamp, now, oi, od, mi, md
                 ev_line[e] = victim
                 ev_org[e] = -1
                 e += 1
-    return now, e, writebacks
+    return e, writebacks
 
 
 @numba.njit(cache=True, inline="always")
@@ -169,40 +169,44 @@ def _l1_direct(fetch_only, tags, dirty, oi, od, mi, md, shift, addr, kind, lo, h
 
 
 @numba.njit(cache=True, inline="always")
-def _l1_lanes(fetch_only, lanes, branchless, tags, dirty, stamp, now, oi, od, mi, md, wi, wd,
-              lru_i, lru_d, shift, addr, kind, cls, lo, hi, served_out, served, row, ev_line,
-              ev_org):
+def _l1_lanes(fetch_only, lanes, branchless, tags, dirty, rank, oi, od, ri, rd, mi, md, wi, wd,
+              lru_i, lru_d, shift, addr, kind, lo, hi, served_out, ev_line, ev_org):
     """:func:`_l1_block` with the set operations of ``lanes`` ways; direct-mapped L1s by
-    :func:`_l1_direct` when ``branchless``, else by a scalar compare."""
+    :func:`_l1_direct` when ``branchless``, else by a scalar compare. (A branch-free loop for
+    2-way LRU L1s, as the single cache's, measured 4-16 % slower here: every access writes a
+    queue slot too.)"""
     if lanes == 1:
         if branchless:
-            e, writebacks = _l1_direct(fetch_only, tags, dirty, oi, od, mi, md, shift, addr,
-                                       kind, lo, hi, served_out, ev_line, ev_org)
-            return now, e, writebacks
-        return _l1_block(_match1, _argmin1, fetch_only, tags, dirty, stamp, now, oi, od, mi, md,
-                         wi, wd, lru_i, lru_d, shift, addr, kind, cls, lo, hi, served_out,
-                         served, row, ev_line, ev_org)
+            return _l1_direct(fetch_only, tags, dirty, oi, od, mi, md, shift, addr, kind, lo, hi,
+                              served_out, ev_line, ev_org)
+        return _l1_block(_match1, False, fetch_only, tags, dirty, rank, oi, od, ri, rd, mi, md,
+                         wi, wd, lru_i, lru_d, shift, addr, kind, lo, hi, served_out, ev_line,
+                         ev_org)
     if lanes <= 2:
-        return _l1_block(_M2, _A2, fetch_only, tags, dirty, stamp, now, oi, od, mi, md, wi, wd,
-                         lru_i, lru_d, shift, addr, kind, cls, lo, hi, served_out, served, row,
-                         ev_line, ev_org)
+        return _l1_block(_M2, True, fetch_only, tags, dirty, rank, oi, od, ri, rd, mi, md, wi,
+                         wd, lru_i, lru_d, shift, addr, kind, lo, hi, served_out, ev_line,
+                         ev_org)
     if lanes <= 4:
-        return _l1_block(_M4, _A4, fetch_only, tags, dirty, stamp, now, oi, od, mi, md, wi, wd,
-                         lru_i, lru_d, shift, addr, kind, cls, lo, hi, served_out, served, row,
-                         ev_line, ev_org)
+        return _l1_block(_M4, True, fetch_only, tags, dirty, rank, oi, od, ri, rd, mi, md, wi,
+                         wd, lru_i, lru_d, shift, addr, kind, lo, hi, served_out, ev_line,
+                         ev_org)
     if lanes <= 8:
-        return _l1_block(_M8, _A8, fetch_only, tags, dirty, stamp, now, oi, od, mi, md, wi, wd,
-                         lru_i, lru_d, shift, addr, kind, cls, lo, hi, served_out, served, row,
-                         ev_line, ev_org)
-    return _l1_block(_M16, _A16, fetch_only, tags, dirty, stamp, now, oi, od, mi, md, wi, wd,
-                     lru_i, lru_d, shift, addr, kind, cls, lo, hi, served_out, served, row,
-                     ev_line, ev_org)
+        return _l1_block(_M8, True, fetch_only, tags, dirty, rank, oi, od, ri, rd, mi, md, wi,
+                         wd, lru_i, lru_d, shift, addr, kind, lo, hi, served_out, ev_line,
+                         ev_org)
+    return _l1_block(_M16, True, fetch_only, tags, dirty, rank, oi, od, ri, rd, mi, md, wi, wd,
+                     lru_i, lru_d, shift, addr, kind, lo, hi, served_out, ev_line, ev_org)
 
 
 @numba.njit(cache=True, inline="always")
-def _lower(tags, dirty, stamp, now, rng, base0, mask, ways, policy, level, last, n_in, in_line,
-           in_org, out_line, out_org, kind, cls, served_out, served, row, each):
+def _lower(find, oldest, tags, dirty, stamp, now, base0, mask, ways, lru, level, last, n_in,
+           in_line, in_org, out_line, out_org, kind, cls, served_out, served, row, each):
     """The events queued for one lower level (``level`` 1 the L2, 2 the L3), in order.
+
+    ``find`` and ``oldest`` are a lane count's :data:`.simd.FIND` and :data:`.simd.OLDEST` (or
+    :func:`.simd.find` and :func:`.simd.oldest` for any ways), constants at each call: a loop
+    per lane count measured 5-20 % faster per event than one with a branch on the ways
+    (:func:`_lower_lanes`). The level is LRU (``lru``) or FIFO.
 
     A demand hit is served here; a demand miss fills the level and is served by memory at the
     last level, else queued for the next one (then the dirty victim). A write-back hit only
@@ -233,11 +237,12 @@ def _lower(tags, dirty, stamp, now, rng, base0, mask, ways, policy, level, last,
             # an L1 miss: counted as an L1 hit so far (_count_pairs)
             _count(served, row, cls, kind, n, 0, -1)
         base = base0 + (line & mask) * ways
-        i = simd.find(tags, base, ways, line)
+        i = find(tags, base, ways, line)
         if i >= 0:
             if n >= 0:
                 now += 1
-                policies.on_hit(policy, stamp, i, now)
+                if lru:
+                    stamp[i] = now
                 served_out[n] = level
                 hits += 1
                 if each:
@@ -257,9 +262,13 @@ def _lower(tags, dirty, stamp, now, rng, base0, mask, ways, policy, level, last,
         else:
             wb_misses += 1
         now += 1
-        v, vd = policies.fill(policy, tags, dirty, stamp, base, ways, line, int(n < 0), now,
-                              rng)
-        if v >= 0 and vd:
+        # the way with the smallest stamp: an invalid one, else the LRU / first-filled
+        i = oldest(stamp, base, ways)
+        v, vd = tags[i], dirty[i]
+        tags[i] = line
+        dirty[i] = n < 0
+        stamp[i] = now
+        if vd:                      # an invalid way is never dirty
             writebacks += 1
             if not last:
                 out_line[e] = v
@@ -268,16 +277,60 @@ def _lower(tags, dirty, stamp, now, rng, base0, mask, ways, policy, level, last,
     return now, e, writebacks, wb_misses, demands, hits
 
 
+@numba.njit(cache=True, inline="always")
+def _find1(tags: np.ndarray, base: int, ways: int, line: int) -> int:
+    return base if tags[base] == line else -1
+
+
+@numba.njit(cache=True, inline="always")
+def _oldest1(stamp: np.ndarray, base: int, ways: int) -> int:
+    return base
+
+
+@numba.njit(cache=True, inline="always")
+def _lower_lanes(tags, dirty, stamp, now, base0, mask, ways, lru, level, last, n_in, in_line,
+                 in_org, out_line, out_org, kind, cls, served_out, served, row, each):
+    """:func:`_lower` with the set operations of the smallest vector that holds ``ways`` (any
+    ways above 16)."""
+    # (written out: numba inlines no call with *args)
+    if ways == 1:
+        return _lower(_find1, _oldest1, tags, dirty, stamp, now, base0, mask, ways, lru, level,
+                      last, n_in, in_line, in_org, out_line, out_org, kind, cls, served_out,
+                      served, row, each)
+    if ways <= 2:
+        return _lower(_F2, _O2, tags, dirty, stamp, now, base0, mask, ways, lru, level, last,
+                      n_in, in_line, in_org, out_line, out_org, kind, cls, served_out, served,
+                      row, each)
+    if ways <= 4:
+        return _lower(_F4, _O4, tags, dirty, stamp, now, base0, mask, ways, lru, level, last,
+                      n_in, in_line, in_org, out_line, out_org, kind, cls, served_out, served,
+                      row, each)
+    if ways <= 8:
+        return _lower(_F8, _O8, tags, dirty, stamp, now, base0, mask, ways, lru, level, last,
+                      n_in, in_line, in_org, out_line, out_org, kind, cls, served_out, served,
+                      row, each)
+    if ways <= simd.LANES:
+        return _lower(_F16, _O16, tags, dirty, stamp, now, base0, mask, ways, lru, level, last,
+                      n_in, in_line, in_org, out_line, out_org, kind, cls, served_out, served,
+                      row, each)
+    return _lower(simd.find, simd.oldest, tags, dirty, stamp, now, base0, mask, ways, lru, level,
+                  last, n_in, in_line, in_org, out_line, out_org, kind, cls, served_out, served,
+                  row, each)
+
+
 @numba.njit(cache=True, nogil=True, _nrt=False)
-def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: np.ndarray,
-                   off: np.ndarray, geo: np.ndarray, cores: int, rng: np.ndarray, shift: int,
-                   core: int, addr: np.ndarray, kind: np.ndarray, cls: np.ndarray,
-                   served_out: np.ndarray, served: np.ndarray, events: np.ndarray,
-                   l2_line: np.ndarray, l2_org: np.ndarray, l3_line: np.ndarray,
-                   l3_org: np.ndarray, hist: np.ndarray) -> None:
+def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank: np.ndarray,
+                   clk: np.ndarray, off: np.ndarray, roff: np.ndarray, geo: np.ndarray,
+                   cores: int, shift: int, core: int, addr: np.ndarray,
+                   kind: np.ndarray, cls: np.ndarray, served_out: np.ndarray,
+                   served: np.ndarray, events: np.ndarray, l2_line: np.ndarray,
+                   l2_org: np.ndarray, l3_line: np.ndarray, l3_org: np.ndarray,
+                   hist: np.ndarray) -> None:
     """:func:`~.kernels._run_hierarchy` for a non-inclusive, non-coherent hierarchy of LRU and
     FIFO levels with L1s of at most 16 ways, a block of accesses one level at a time.
 
+    The L1s keep their order as ranks (:mod:`.ranks`): the L1i of core ``c`` at
+    ``rank[roff[c]]``, its L1d at ``rank[roff[cores + c]]``; the L2 and L3 as stamps.
     ``served`` is flat, ``((core * classes + cls) * NKINDS + kind) * NLEVELS + level``; the
     scratch arrays hold ``2 * block`` (``l2_*``) and ``4 * block`` (``l3_*``) events, and
     ``hist`` is ``4 * classes * NKINDS`` zeros.
@@ -286,10 +339,13 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: 
     u = np.uint64
     row = u(c) * u(served.shape[0] // (cores * NKINDS * NLEVELS))
     oi, od = u(off[c]), u(off[cores + c])
+    ri, rd = u(roff[c]), u(roff[cores + c])
     mi, md = u(geo[0, G_MASK]), u(geo[1, G_MASK])
     wi, wd = geo[0, G_WAYS], geo[1, G_WAYS]
     lru_i = geo[0, G_POLICY] == policies.LRU
     lru_d = geo[1, G_POLICY] == policies.LRU
+    lru_2 = geo[2, G_POLICY] == policies.LRU
+    lru_3 = geo[3, G_POLICY] == policies.LRU
     b2, b3 = off[2 * cores + c], off[3 * cores]
     block = l2_line.shape[0] // 2
     lanes = max(wi, wd)
@@ -309,27 +365,27 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: 
         hi = min(addr.shape[0], lo + block)
         # one copy of the L1 loop per vector width, as in kernels._set_assoc, and per kind
         if fetch_only:
-            now, n2, w = _l1_lanes(True, lanes, branchless, tags, dirty, stamp, now, oi, od, mi,
-                                   md, wi, wd, lru_i, lru_d, shift, addr, kind, cls, lo, hi,
-                                   served_out, served, row, l2_line, l2_org)
+            n2, w = _l1_lanes(True, lanes, branchless, tags, dirty, rank, oi, od, ri, rd, mi,
+                              md, wi, wd, lru_i, lru_d, shift, addr, kind, lo, hi, served_out,
+                              l2_line, l2_org)
         else:
-            now, n2, w = _l1_lanes(False, lanes, branchless, tags, dirty, stamp, now, oi, od,
-                                   mi, md, wi, wd, lru_i, lru_d, shift, addr, kind, cls, lo, hi,
-                                   served_out, served, row, l2_line, l2_org)
+            n2, w = _l1_lanes(False, lanes, branchless, tags, dirty, rank, oi, od, ri, rd, mi,
+                              md, wi, wd, lru_i, lru_d, shift, addr, kind, lo, hi, served_out,
+                              l2_line, l2_org)
         branchless = n2 > BRANCHLESS_ABOVE * (hi - lo)
         wb1 += w
-        now, n3, w, m, d, h = _lower(tags, dirty, stamp, now, rng, b2, geo[2, G_MASK],
-                                     geo[2, G_WAYS], geo[2, G_POLICY], 1, False, n2, l2_line,
-                                     l2_org, l3_line, l3_org, kind, cls, served_out, served,
-                                     row, each)
+        now, n3, w, m, d, h = _lower_lanes(tags, dirty, stamp, now, b2, geo[2, G_MASK],
+                                           geo[2, G_WAYS], lru_2, 1, False, n2, l2_line,
+                                           l2_org, l3_line, l3_org, kind, cls, served_out,
+                                           served, row, each)
         wb2 += w
         miss2 += m
         d2 += d
         h2 += h
-        now, _, w, m, d, h = _lower(tags, dirty, stamp, now, rng, b3, geo[3, G_MASK],
-                                    geo[3, G_WAYS], geo[3, G_POLICY], 2, True, n3, l3_line,
-                                    l3_org, l3_line, l3_org, kind, cls, served_out, served, row,
-                                    each)
+        now, _, w, m, d, h = _lower_lanes(tags, dirty, stamp, now, b3, geo[3, G_MASK],
+                                          geo[3, G_WAYS], lru_3, 2, True, n3, l3_line, l3_org,
+                                          l3_line, l3_org, kind, cls, served_out, served, row,
+                                          each)
         wb3 += w
         miss3 += m
         d3 += d

@@ -131,6 +131,26 @@ MATCH = tuple(_lane_function(f) for f in (_match2, _match4, _match8, _match16))
 ARGMIN = tuple(_lane_function(f) for f in (_argmin2, _argmin4, _argmin8, _argmin16))
 
 
+def _find_function(match):
+    """``find`` (below) with one lane count's ``match``: compiled into a kernel per lane count
+    with no branch on ``ways``."""
+    def find_in(tags, base, ways, line):
+        m = match(tags, base, line) & ((np.uint64(1) << np.uint64(ways)) - np.uint64(1))
+        return base + np.int64(trailing_zeros(m)) if m != np.uint64(0) else np.int64(-1)
+    return numba.njit(inline="always")(find_in)
+
+
+def _oldest_function(argmin):
+    """``oldest`` (below) with one lane count's ``argmin``."""
+    return numba.njit(inline="always")(lambda stamp, base, ways: base + argmin(stamp, base, ways))
+
+
+#: ``FIND[k](tags, base, ways, line)``: :func:`find` for ``ways`` up to 2, 4, 8, 16 lanes.
+FIND = tuple(_find_function(m) for m in MATCH)
+#: ``OLDEST[k](stamp, base, ways)``: :func:`oldest` for ``ways`` up to 2, 4, 8, 16 lanes.
+OLDEST = tuple(_oldest_function(a) for a in ARGMIN)
+
+
 @numba.njit(cache=True, inline="always")
 def _match_upto16(tags: np.ndarray, base: int, n: int, line: int) -> np.uint64:
     """Bit mask of the ways ``w < n`` (``2 <= n <= 16``) at ``base`` holding ``line``."""
