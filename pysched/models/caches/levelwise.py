@@ -392,7 +392,9 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank:
     now = clk[0]
     wb1 = wb2 = wb3 = miss2 = miss3 = 0
     d2 = h2 = d3 = h3 = 0
-    branchless = False
+    # a first block, from cold caches, mostly misses: branch-free (measured 4-27 % faster on the
+    # short chase streams, the same on barrier and iscp, whose later blocks rarely miss)
+    branchless = True
     for lo in range(0, addr.shape[0], block):
         hi = min(addr.shape[0], lo + block)
         # one copy of the L1 loop per vector width, as in kernels._set_assoc, and per kind
