@@ -89,7 +89,8 @@ class Hierarchy:
         if self._levelwise:
             self._scratch = (np.empty(2 * BLOCK, np.int64), np.empty(2 * BLOCK, np.int64),
                              np.empty(4 * BLOCK, np.int64), np.empty(4 * BLOCK, np.int64),
-                             np.zeros(4 * classes * NKINDS, np.int64))
+                             np.zeros(4 * classes * NKINDS, np.int64),
+                             np.ones(1, np.uint8))   # L1 mode: see levelwise
 
     @property
     def cores(self) -> int:
@@ -173,9 +174,11 @@ class Hierarchy:
         self._reset_ranks(core)
 
     def _reset_ranks(self, core: int) -> None:
-        """Empty-set ranks for the L1i and L1d of ``core`` (level at a time only)."""
+        """Empty-set ranks for the L1i and L1d of ``core``, whose next block starts as from cold
+        caches (level at a time only)."""
         if not self._levelwise:
             return
+        self._scratch[5][0] = 1
         for p in range(2):
             lv = self.config.levels[p]
             lo = int(self._roff[p * self.cores + core])

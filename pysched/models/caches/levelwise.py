@@ -357,7 +357,7 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank:
                    kind: np.ndarray, cls: np.ndarray, served_out: np.ndarray,
                    served: np.ndarray, events: np.ndarray, l2_line: np.ndarray,
                    l2_org: np.ndarray, l3_line: np.ndarray, l3_org: np.ndarray,
-                   hist: np.ndarray) -> None:
+                   hist: np.ndarray, mode: np.ndarray) -> None:
     """:func:`~.kernels._run_hierarchy` for a non-inclusive, non-coherent hierarchy of LRU and
     FIFO levels with L1s of at most 16 ways, a block of accesses one level at a time.
 
@@ -365,7 +365,8 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank:
     ``rank[roff[c]]``, its L1d at ``rank[roff[cores + c]]``; the L2 and L3 as stamps.
     ``served`` is flat, ``((core * classes + cls) * NKINDS + kind) * NLEVELS + level``; the
     scratch arrays hold ``2 * block`` (``l2_*``) and ``4 * block`` (``l3_*``) events, and
-    ``hist`` is ``4 * classes * NKINDS`` zeros.
+    ``hist`` is ``4 * classes * NKINDS`` zeros. ``mode[0]`` carries, from one run to the next,
+    whether direct-mapped L1s take the next block branch-free.
     """
     c = core
     u = np.uint64
@@ -392,9 +393,10 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank:
     now = clk[0]
     wb1 = wb2 = wb3 = miss2 = miss3 = 0
     d2 = h2 = d3 = h3 = 0
-    # a first block, from cold caches, mostly misses: branch-free (measured 4-27 % faster on the
-    # short chase streams, the same on barrier and iscp, whose later blocks rarely miss)
-    branchless = True
+    # the first block goes as the last run's last block did; a new hierarchy's first block, from
+    # cold caches, mostly misses: branch-free (measured 4-27 % faster on the short chase streams,
+    # the same on barrier and iscp, whose later blocks rarely miss)
+    branchless = mode[0] != 0
     for lo in range(0, addr.shape[0], block):
         hi = min(addr.shape[0], lo + block)
         # one copy of the L1 loop per vector width, as in kernels._set_assoc, and per kind
@@ -425,6 +427,7 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank:
         d3 += d
         h3 += h
     clk[0] = now
+    mode[0] = branchless
     if one_key and addr.shape[0]:
         # L1 misses go down from the L1 count to where they were served
         _count(served, row, cls, kind, 0, 0, -d2)
