@@ -5,7 +5,8 @@ number, -1 when invalid), ``dirty`` (uint8) and ``stamp`` (int64, the replacemen
 and FIFO, see :mod:`.policies.lru`), plus ``clk``, a one-element int64 clock that stamps come
 from. A cache instance starts at ``off[inst]``; set ``s`` of it at ``off[inst] + s * ways``.
 LRU and FIFO leave ways where they were filled and order them by stamp (the single cache of 2
-to 16 ways by rank instead, see :mod:`.ranks`); random replacement keeps each set in fill order
+to 16 ways, and the L1s run level at a time, by rank instead, see :mod:`.ranks`; a
+direct-mapped cache there keeps no order); random replacement keeps each set in fill order
 (see :mod:`.policies.random_policy`). A set's tags are matched
 and its smallest stamp found with vector operations (:mod:`.simd`): ``tags`` and ``stamp`` hold
 :data:`.simd.PAD` spare elements after the last set. The public classes
@@ -299,7 +300,6 @@ def _run_cache(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank: np.
     :func:`_count_single` (``4 * classes * 4`` zeros). 2 to 16 ways of LRU or FIFO keep their
     order in ``rank`` (:mod:`.ranks`), any other geometry and policy in ``stamp``.
     """
-    # the clock lives in a register here (nothing else stamps this cache meanwhile)
     if ways == 1 and policy != policies.RANDOM:
         writebacks, misses = _direct_mapped(tags, dirty, mask, shift, addr, store, hit_out)
         events[0] += writebacks
@@ -311,6 +311,8 @@ def _run_cache(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank: np.
         events[0] += writebacks
         _count_single(cls, store, hit_out, misses, hist, counts)
         return
+    # any other geometry or policy: stamps; the clock lives in a register here (nothing else
+    # stamps this cache meanwhile)
     writebacks = 0
     now = clk[0]
     for n in range(addr.shape[0]):
