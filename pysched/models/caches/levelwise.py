@@ -234,8 +234,8 @@ def _l1_lanes(fetch_only, lanes, branchless, tags, dirty, rank, oi, od, ri, rd, 
 
 
 @numba.njit(cache=True, inline="always")
-def _lower(find, oldest, ordered, tags, dirty, stamp, now, base0, mask, ways, lru, level, last, n_in,
-           in_line, in_org, out_line, out_org, kind, cls, served_out, served, row, each):
+def _lower(find, oldest, ordered, tags, dirty, stamp, now, base0, mask, ways, lru, level, last,
+           n_in, in_line, in_org, out_line, out_org, kind, cls, served_out, served, row, each):
     """The events queued for one lower level (``level`` 1 the L2, 2 the L3), in order.
 
     ``find`` and ``oldest`` are a lane count's :data:`.simd.FIND` and :data:`.simd.OLDEST` (or
@@ -336,28 +336,28 @@ def _lower_lanes(tags, dirty, stamp, now, base0, mask, ways, lru, level, last, n
     ways above 16)."""
     # (written out: numba inlines no call with *args)
     if ways == 1:
-        return _lower(_find1, _oldest1, False, tags, dirty, stamp, now, base0, mask, ways, lru, level,
-                      last, n_in, in_line, in_org, out_line, out_org, kind, cls, served_out,
-                      served, row, each)
+        return _lower(_find1, _oldest1, False, tags, dirty, stamp, now, base0, mask, ways, lru,
+                      level, last, n_in, in_line, in_org, out_line, out_org, kind, cls,
+                      served_out, served, row, each)
     if ways <= 2:
-        return _lower(_F2, _O2, True, tags, dirty, stamp, now, base0, mask, ways, lru, level, last,
-                      n_in, in_line, in_org, out_line, out_org, kind, cls, served_out, served,
-                      row, each)
+        return _lower(_F2, _O2, True, tags, dirty, stamp, now, base0, mask, ways, lru,
+                      level, last, n_in, in_line, in_org, out_line, out_org, kind, cls,
+                      served_out, served, row, each)
     if ways <= 4:
-        return _lower(_F4, _O4, True, tags, dirty, stamp, now, base0, mask, ways, lru, level, last,
-                      n_in, in_line, in_org, out_line, out_org, kind, cls, served_out, served,
-                      row, each)
+        return _lower(_F4, _O4, True, tags, dirty, stamp, now, base0, mask, ways, lru,
+                      level, last, n_in, in_line, in_org, out_line, out_org, kind, cls,
+                      served_out, served, row, each)
     if ways <= 8:
-        return _lower(_F8, _O8, True, tags, dirty, stamp, now, base0, mask, ways, lru, level, last,
-                      n_in, in_line, in_org, out_line, out_org, kind, cls, served_out, served,
-                      row, each)
+        return _lower(_F8, _O8, True, tags, dirty, stamp, now, base0, mask, ways, lru,
+                      level, last, n_in, in_line, in_org, out_line, out_org, kind, cls,
+                      served_out, served, row, each)
     if ways <= simd.LANES:
-        return _lower(_F16, _O16, True, tags, dirty, stamp, now, base0, mask, ways, lru, level, last,
-                      n_in, in_line, in_org, out_line, out_org, kind, cls, served_out, served,
-                      row, each)
-    return _lower(simd.find, simd.oldest, True, tags, dirty, stamp, now, base0, mask, ways, lru, level,
-                  last, n_in, in_line, in_org, out_line, out_org, kind, cls, served_out, served,
-                  row, each)
+        return _lower(_F16, _O16, True, tags, dirty, stamp, now, base0, mask, ways, lru,
+                      level, last, n_in, in_line, in_org, out_line, out_org, kind, cls,
+                      served_out, served, row, each)
+    return _lower(simd.find, simd.oldest, True, tags, dirty, stamp, now, base0, mask, ways, lru,
+                  level, last, n_in, in_line, in_org, out_line, out_org, kind, cls,
+                  served_out, served, row, each)
 
 
 @numba.njit(cache=True, nogil=True, _nrt=False)
