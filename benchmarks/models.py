@@ -29,8 +29,11 @@ b. the whole hierarchy of one core: L1i and L1d of that geometry, a 256 KB L2 an
 
 Each figure is the best of ``--repeat`` runs from cold caches, in thread CPU time (this VM's
 speed drifts by up to 2x within minutes and the host runs other work; the best run is the one
-least disturbed). The kernels are compiled (or loaded from numba's cache) before any timing.
-The runs of pysched and pycachesim alternate, so both see the same conditions. Conversions to
+least disturbed). A shorter stream gets more runs, in proportion to its length, up to
+``MAX_ROUNDS``, so that every figure rests on about as much run time (a chase stream's 11-54 K
+accesses take 0.1-0.5 ms, and the best of three such runs moved by up to 1.7x from one try to
+the next); both models get the same runs. The kernels are compiled (or loaded from numba's
+cache) before any timing. The runs of pysched and pycachesim alternate, so both see the same conditions. Conversions to
 pycachesim's input lists are done before timing. BLAS threads are limited to one: the models
 are single-threaded, and OpenBLAS's waiting threads took CPU time in a profile of this
 benchmark. Counts must match exactly (hits, misses, write-backs per level) in every row. The
@@ -69,6 +72,8 @@ DATA = REPO / "data"
 MIXED_TRACE = "dss-mem"
 #: exec rows expanded at a time while collecting a fetch-line stream (24 bytes an instruction)
 WINDOW = 1_000_000
+#: Most runs a short stream gets (see the module docstring).
+MAX_ROUNDS = 20
 
 
 def check_trace(path: Path, mem: bool) -> Path:
@@ -141,6 +146,12 @@ def best_of(repeat: int, *fns) -> list[tuple[float, object]]:
             t0, res = fn()
             best[i] = min(best[i], (time.thread_time() - t0, res), key=lambda b: b[0])
     return best
+
+
+def rounds(repeat: int, n: int, full: int) -> int:
+    """Runs for a stream of ``n`` accesses: ``repeat``, times ``full / n`` for a shorter
+    stream, at most :data:`MAX_ROUNDS`."""
+    return max(repeat, min(MAX_ROUNDS, -(-repeat * full // max(n, 1))))
 
 
 def hierarchy_config(l1: CacheConfig) -> HierarchyConfig:
@@ -275,9 +286,12 @@ def main() -> None:
         for (name, ln), stream in streams.items():
             if ln != cfg.line or len(stream[0]) == 0:
                 continue
-            row = {"geometry": geo, "stream": name, "accesses": len(stream[0]),
-                   "single": measure_single(cfg, stream[0], args.repeat),
-                   "hierarchy": measure_hierarchy(hcfg, stream, args.repeat),
+            n = len(stream[0])
+            full = args.mixed_accesses if name.endswith(" mixed") else args.accesses
+            runs = rounds(args.repeat, n, full)
+            row = {"geometry": geo, "stream": name, "accesses": n, "runs": runs,
+                   "single": measure_single(cfg, stream[0], runs),
+                   "hierarchy": measure_hierarchy(hcfg, stream, runs),
                    "load_1min": os.getloadavg()[0]}
             rows.append(row)
             s, h = row["single"], row["hierarchy"]
