@@ -34,9 +34,9 @@ least disturbed). A shorter stream gets more runs, in proportion to its length, 
 accesses take 0.1-0.5 ms, and the best of three such runs moved by up to 1.7x from one try to
 the next); both models get the same runs. The kernels are compiled (or loaded from numba's
 cache) before any timing. The runs of pysched and pycachesim alternate, so both see the same
-conditions. Conversions to pycachesim's input lists are done before timing. BLAS threads are limited to one: the models
-are single-threaded, and OpenBLAS's waiting threads took CPU time in a profile of this
-benchmark. Counts must match exactly (hits, misses, write-backs per level) in every row. The
+conditions. Conversions to pycachesim's input lists are done before timing. BLAS threads are
+limited to one: the models are single-threaded, and OpenBLAS's waiting threads took CPU time
+in a profile of this benchmark. Counts must match exactly (hits, misses, write-backs per level) in every row. The
 load average of the host is recorded at the start, at the end and with every row.
 
 The headline figures (``l1_access_per_s``, ``hierarchy_access_per_s``,
