@@ -36,8 +36,9 @@ the next); both models get the same runs. The kernels are compiled (or loaded fr
 cache) before any timing. The runs of pysched and pycachesim alternate, so both see the same
 conditions. Conversions to pycachesim's input lists are done before timing. BLAS threads are
 limited to one: the models are single-threaded, and OpenBLAS's waiting threads took CPU time
-in a profile of this benchmark. Counts must match exactly (hits, misses, write-backs per level) in every row. The
-load average of the host is recorded at the start, at the end and with every row.
+in a profile of this benchmark. Counts must match exactly (hits, misses, write-backs per
+level) in every row. The load average of the host is recorded at the start, at the end and
+with every row.
 
 The headline figures (``l1_access_per_s``, ``hierarchy_access_per_s``,
 ``speedup_vs_pycachesim``, ``hierarchy_speedup_vs_pycachesim``) are the minimum over the table,
