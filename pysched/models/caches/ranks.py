@@ -1,16 +1,17 @@
 """LRU and FIFO order kept as one rank per way, a 16-byte vector per set (numba intrinsics).
 
-The single cache's loop for 2 to 16 ways (:func:`~.kernels._run_cache`) keeps the order of a
-set as ranks instead of stamps (:mod:`.policies.lru`): way ``w`` of set ``s`` has rank
+The single cache's loop for 2 to 16 ways (:func:`~.kernels._run_cache`) and the L1s of the
+hierarchy run level at a time (:mod:`.levelwise`) keep the order of a set as ranks instead of
+stamps (:mod:`.policies.lru`): way ``w`` of set ``s`` has rank
 ``rank[s * STRIDE + w]`` (uint8), 0 for the way used (LRU) or filled (FIFO) last, ``ways - 1``
 for the next victim. The ranks of a set are a permutation of ``0 .. ways - 1``; lanes from
 ``ways`` to ``STRIDE - 1`` hold :data:`SPARE`, above every rank.
 
 * The victim is the lane whose rank is ``ways - 1``: one compare of the set's 16 bytes. With
   stamps it was the smallest of up to 16 int64 stamps, a vector reduction whose latency was
-  most of a miss (on the fetch lines of netserver-10b, 16 ways: 72 M accesses/s with the
-  reduction, 135 with the victim way taken from the clock instead, a wrong result measured only
-  to find the cost).
+  most of a miss (on the fetch lines of netserver-10b, 16 ways of 128 bytes: 61 M accesses/s
+  with the reduction, 135 with the victim way taken from the clock instead, a wrong result
+  measured only to find the cost).
 * A use of way ``w`` (an LRU hit, or any fill) gives it rank 0 and ages by one the ways ranked
   below it: a load, compare, subtract, select and store of the same 16 bytes, which the next
   access to the set reads straight from the store.
@@ -19,8 +20,8 @@ Invalid ways: a new set ranks way 0 oldest (``ways - 1``) down to way ``ways - 1
 ages only ways ranked below the used one, and a hit is on a valid way, so invalid ways stay
 ranked above valid ones, the lowest index highest: fills take invalid ways first, lowest index
 first, as stamps do (invalid stamp -1, ties to the first way). Nothing invalidates one way of
-a single cache (:meth:`~.cache.Cache.flush` starts every set anew), so this order is all that
-is needed.
+a single cache or of an L1 run level at a time (no inclusion, no coherence there; a flush
+starts every set anew), so this order is all that is needed.
 """
 from __future__ import annotations
 
