@@ -234,8 +234,7 @@ def _l1_lanes(fetch_only, lanes, branchless, tags, dirty, rank, oi, od, ri, rd, 
 
 
 @numba.njit(cache=True, inline="always")
-def _lower(find, oldest, ordered, tags, dirty, stamp, now, base0, mask, ways, lru, level, last,
-           n_in, in_line, in_org, out_line, out_org, kind, cls, served_out, served, row, each):
+def _lower(find, oldest, ordered, args):
     """The events queued for one lower level (``level`` 1 the L2, 2 the L3), in order.
 
     ``find`` and ``oldest`` are a lane count's :data:`.simd.FIND` and :data:`.simd.OLDEST` (or
@@ -257,6 +256,8 @@ def _lower(find, oldest, ordered, tags, dirty, stamp, now, base0, mask, ways, lr
     figures (one class and kind: every access has the same counters, and updating the same
     counter at every event made each event wait for the previous one).
     """
+    (tags, dirty, stamp, now, base0, mask, ways, lru, level, last, n_in, in_line, in_org,
+     out_line, out_org, kind, cls, served_out, served, row, each) = args
     e = 0
     writebacks = 0
     wb_misses = 0
@@ -334,30 +335,20 @@ def _lower_lanes(tags, dirty, stamp, now, base0, mask, ways, lru, level, last, n
                  in_org, out_line, out_org, kind, cls, served_out, served, row, each):
     """:func:`_lower` with the set operations of the smallest vector that holds ``ways`` (any
     ways above 16)."""
-    # (written out: numba inlines no call with *args)
+    # the arguments as one tuple: numba inlines no call with *args
+    args = (tags, dirty, stamp, now, base0, mask, ways, lru, level, last, n_in, in_line, in_org,
+            out_line, out_org, kind, cls, served_out, served, row, each)
     if ways == 1:
-        return _lower(_find1, _oldest1, False, tags, dirty, stamp, now, base0, mask, ways, lru,
-                      level, last, n_in, in_line, in_org, out_line, out_org, kind, cls,
-                      served_out, served, row, each)
+        return _lower(_find1, _oldest1, False, args)
     if ways <= 2:
-        return _lower(_F2, _O2, True, tags, dirty, stamp, now, base0, mask, ways, lru,
-                      level, last, n_in, in_line, in_org, out_line, out_org, kind, cls,
-                      served_out, served, row, each)
+        return _lower(_F2, _O2, True, args)
     if ways <= 4:
-        return _lower(_F4, _O4, True, tags, dirty, stamp, now, base0, mask, ways, lru,
-                      level, last, n_in, in_line, in_org, out_line, out_org, kind, cls,
-                      served_out, served, row, each)
+        return _lower(_F4, _O4, True, args)
     if ways <= 8:
-        return _lower(_F8, _O8, True, tags, dirty, stamp, now, base0, mask, ways, lru,
-                      level, last, n_in, in_line, in_org, out_line, out_org, kind, cls,
-                      served_out, served, row, each)
+        return _lower(_F8, _O8, True, args)
     if ways <= simd.LANES:
-        return _lower(_F16, _O16, True, tags, dirty, stamp, now, base0, mask, ways, lru,
-                      level, last, n_in, in_line, in_org, out_line, out_org, kind, cls,
-                      served_out, served, row, each)
-    return _lower(simd.find, simd.oldest, True, tags, dirty, stamp, now, base0, mask, ways, lru,
-                  level, last, n_in, in_line, in_org, out_line, out_org, kind, cls,
-                  served_out, served, row, each)
+        return _lower(_F16, _O16, True, args)
+    return _lower(simd.find, simd.oldest, True, args)
 
 
 @numba.njit(cache=True, nogil=True, _nrt=False)
