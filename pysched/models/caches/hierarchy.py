@@ -89,8 +89,10 @@ class Hierarchy:
         if self._levelwise:
             self._scratch = (np.empty(2 * BLOCK, np.int64), np.empty(2 * BLOCK, np.int64),
                              np.empty(4 * BLOCK, np.int64), np.empty(4 * BLOCK, np.int64),
-                             np.zeros(4 * classes * NKINDS, np.int64),
-                             np.ones(1, np.uint8))   # L1 mode: see levelwise
+                             np.zeros(4 * classes * NKINDS, np.int64))
+            # whether direct-mapped L1s take the next block branch-free (see levelwise):
+            # yes for cold caches
+            self._l1_mode = np.ones(1, np.uint8)
 
     @property
     def cores(self) -> int:
@@ -137,7 +139,7 @@ class Hierarchy:
             _run_levelwise(self.tags, self.dirty, self._stamp, self._rank, self._clock,
                            self._off, self._roff, self._geo, cfg.cores, cfg.l1i.line_shift,
                            int(core), addr, kind, cls, served, self._served.reshape(-1),
-                           self._events, *self._scratch)
+                           self._events, *self._scratch, self._l1_mode)
             return served
         _run_hierarchy(self.tags, self.dirty, self._stamp, self._clock, self._off, self._geo,
                        cfg.cores, cfg.inclusive, cfg.coherence, self._rng, cfg.l1i.line_shift,
@@ -160,7 +162,7 @@ class Hierarchy:
             self.dirty[:] = 0
             self._stamp[:] = INVALID
             for c in range(self.cores):
-                self._reset_ranks(c)
+                self._reset_l1(c)
             return
         if not 0 <= core < self.cores:
             raise ValueError(f"core must be in 0..{self.cores - 1}, got {core!r}")
@@ -171,14 +173,14 @@ class Hierarchy:
             self.tags[lo:hi] = -1
             self.dirty[lo:hi] = 0
             self._stamp[lo:hi] = INVALID
-        self._reset_ranks(core)
+        self._reset_l1(core)
 
-    def _reset_ranks(self, core: int) -> None:
+    def _reset_l1(self, core: int) -> None:
         """Empty-set ranks for the L1i and L1d of ``core``, whose next block starts as from cold
         caches (level at a time only)."""
         if not self._levelwise:
             return
-        self._scratch[5][0] = 1
+        self._l1_mode[0] = 1
         for p in range(2):
             lv = self.config.levels[p]
             lo = int(self._roff[p * self.cores + core])

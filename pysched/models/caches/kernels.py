@@ -259,14 +259,13 @@ def _two_way_lru(tags: np.ndarray, dirty: np.ndarray, rank: np.ndarray, mask: in
         st = store[n]
         h1 = np.int64(tags[base + u(1)] == line)
         hit = np.int64(tags[base] == line) | h1
-        w = h1 if hit else np.int64(rank[r + u(1)])
+        w = h1 if hit else np.int64(ranks.victim2(rank, r))
         i = base + u(w)
         old_dirty = np.int64(dirty[i])
         tags[i] = line
         dirty[i] = st | np.uint8(old_dirty & hit)
         writebacks += (1 - hit) & old_dirty       # an invalid way is never dirty
-        rank[r] = np.uint8(w)
-        rank[r + u(1)] = np.uint8(1 - w)
+        ranks.touch2(rank, r, w)
         hit_out[n] = np.uint8(hit)
         misses += 1 - hit
     return writebacks, misses

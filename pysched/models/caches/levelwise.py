@@ -74,18 +74,17 @@ def _match2(tags: np.ndarray, base: int, line: int) -> np.uint64:
 
 @numba.njit(cache=True, inline="always")
 def _victim(pair: bool, rank: np.ndarray, r: int, top: int) -> np.uint64:
-    """:func:`.ranks.victim`; with ``pair`` (2 ways) way 1 is the victim when ranked 1."""
+    """:func:`.ranks.victim`, or :func:`.ranks.victim2` with ``pair`` (2 ways)."""
     if pair:
-        return np.uint64(rank[r + np.uint64(1)])
+        return ranks.victim2(rank, r)
     return ranks.victim(rank, r, top)
 
 
 @numba.njit(cache=True, inline="always")
 def _touch(pair: bool, rank: np.ndarray, r: int, way: int) -> None:
-    """:func:`.ranks.touch`; with ``pair`` (2 ways) the way gets 0 and the other 1."""
+    """:func:`.ranks.touch`, or :func:`.ranks.touch2` with ``pair`` (2 ways)."""
     if pair:
-        rank[r] = np.uint8(way)
-        rank[r + np.uint64(1)] = np.uint8(1 - way)
+        ranks.touch2(rank, r, way)
     else:
         ranks.touch(rank, r, way)
 

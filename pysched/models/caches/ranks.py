@@ -25,6 +25,7 @@ starts every set anew), so this order is all that is needed.
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
@@ -101,3 +102,18 @@ def touch(typingctx, rank, base, way):
         builder.store(builder.select(at, ir.Constant(_V, [0] * STRIDE), v), p, align=1)
         return context.get_dummy_value()
     return sig, codegen
+
+
+# Two ways in scalar code: the ranks are two bytes, way 1 ranked 1 is the victim, and a use
+# writes both (the way used 0, the other 1), so nothing is read back but the victim's byte.
+@numba.njit(cache=True, inline="always")
+def victim2(rank: np.ndarray, base: int) -> np.uint64:
+    """:func:`victim` for a set of 2 ways."""
+    return np.uint64(rank[base + np.uint64(1)])
+
+
+@numba.njit(cache=True, inline="always")
+def touch2(rank: np.ndarray, base: int, way: int) -> None:
+    """:func:`touch` for a set of 2 ways."""
+    rank[base] = np.uint8(way)
+    rank[base + np.uint64(1)] = np.uint8(1 - way)
