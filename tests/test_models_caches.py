@@ -175,6 +175,28 @@ def test_single_cache_random_streams(policy, geometry):
             assert sorted(got) == list(range(ways))
 
 
+def test_two_way_lru_switches_loops_with_the_miss_rate():
+    # 2-way LRU takes each block by the loop that suits the last block's miss rate: phases
+    # that fit in the cache (hits, loop with a branch) and that thrash it (branch-free) in turn
+    from pysched.models.caches.kernels import TWO_WAY_BLOCK, TWO_WAY_BRANCHLESS_ABOVE
+    rng = np.random.default_rng(11)
+    sets, b = 8, TWO_WAY_BLOCK
+    hot = rng.integers(0, 2 * sets, 3 * b)                  # 16 lines: fits, after cold misses
+    cold = rng.integers(0, 40 * sets, 2 * b)                # thrashes
+    lines = np.concatenate([hot[:b], cold[:b], hot[b:], cold[b:], hot[:b // 2]])
+    addr = (lines * LINE).astype(np.uint64)
+    store = (rng.random(len(addr)) < 0.3).astype(np.uint8)
+    c = Cache(CacheConfig(sets * 2 * LINE, 2, LINE, 1, "lru"))
+    hits = c.run(addr, store)
+    want, wb, _ = slow_single(addr, store, sets, 2, LINE, "lru")
+    assert hits.tolist() == want
+    assert c.stats.writebacks == wb
+    # the phases did reach both loops
+    miss = 1 - np.asarray(want)
+    rates = [miss[lo:lo + b].mean() for lo in range(0, len(addr) - b, b)]
+    assert min(rates) <= TWO_WAY_BRANCHLESS_ABOVE < max(rates)
+
+
 @given(st.lists(st.tuples(st.integers(0, 40), st.booleans()), max_size=200),
        st.sampled_from(["lru", "fifo", "random"]), st.sampled_from(WAYS))
 @settings(max_examples=100, deadline=None)

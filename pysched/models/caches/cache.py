@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..stats import SingleCacheStats
-from . import ranks, validate
+from . import ranks, simd, validate
 from .config import CacheConfig
 from .kernels import _run_cache
 from .policies import RANDOM, rng_state
@@ -41,11 +41,12 @@ class Cache:
         self.config = config
         self.classes = classes
         n = config.sets * config.ways
-        # tags and stamps are read a whole set at a time: PAD spare elements (see simd)
-        self.tags = np.full(n + PAD, -1, dtype=np.int64)
+        # tags and stamps are read a whole set at a time: PAD spare elements, and sets that do
+        # not straddle host cache lines (see simd)
+        self.tags = simd.full(n + PAD, -1, np.int64)
         self.dirty = np.zeros(n, dtype=np.uint8)
         # replacement state of LRU and FIFO (see policies.lru) and the clock stamps come from
-        self._stamp = np.full(n + PAD, INVALID, dtype=np.int64)
+        self._stamp = simd.full(n + PAD, INVALID, np.int64)
         self._clock = np.zeros(1, dtype=np.int64)
         # 2 to 16 ways of LRU or FIFO keep their order as ranks instead (see ranks)
         self._ranked = 2 <= config.ways <= ranks.STRIDE and config.policy_code != RANDOM

@@ -64,11 +64,12 @@ class Hierarchy:
             self._geo[p, G_MASK] = lv.sets - 1
             self._geo[p, G_WAYS] = lv.ways
             self._geo[p, G_POLICY] = lv.policy_code
-        # tags and stamps are read a whole set at a time: PAD spare elements (see simd)
-        self.tags = np.full(total + PAD, -1, dtype=np.int64)
+        # tags and stamps are read a whole set at a time: PAD spare elements, and sets that do
+        # not straddle host cache lines (see simd)
+        self.tags = simd.full(total + PAD, -1, np.int64)
         self.dirty = np.zeros(total, dtype=np.uint8)
         # replacement state of LRU and FIFO (see policies.lru) and the clock stamps come from
-        self._stamp = np.full(total + PAD, INVALID, dtype=np.int64)
+        self._stamp = simd.full(total + PAD, INVALID, np.int64)
         self._clock = np.zeros(1, dtype=np.int64)
         self._rng = np.array([rng_state(config.seed)], dtype=np.uint64)
         self._served = np.zeros((cores, classes, NKINDS, NLEVELS), dtype=np.int64)

@@ -13,8 +13,9 @@ for the next victim. The ranks of a set are a permutation of ``0 .. ways - 1``; 
   with the reduction, 135 with the victim way taken from the clock instead, a wrong result
   measured only to find the cost).
 * A use of way ``w`` (an LRU hit, or any fill) gives it rank 0 and ages by one the ways ranked
-  below it: a load, compare, subtract, select and store of the same 16 bytes, which the next
-  access to the set reads straight from the store.
+  below it: a load of the 16 bytes and of the way's own byte, two compares, an add, two
+  selects and a store of the same 16 bytes, which the next access to the set reads straight
+  from the store.
 
 Invalid ways: a new set ranks way 0 oldest (``ways - 1``) down to way ``ways - 1`` (0). A use
 ages only ways ranked below the used one, and a hit is on a valid way, so invalid ways stay
@@ -93,12 +94,16 @@ def touch(typingctx, rank, base, way):
         aryty, basety, wayty = signature.args
         p = _set(context, builder, aryty, args[0], args[1], basety)
         v = builder.load(p, align=1)
+        # the way's rank as a byte load: extracting a variable lane went through the stack
+        # (a store and a load more per use)
+        data = context.make_array(aryty)(context, builder, args[0]).data
+        b = context.cast(builder, args[1], basety, types.int64)
         w = context.cast(builder, args[2], wayty, types.int64)
-        r = builder.extract_element(v, w)
-        below = builder.icmp_unsigned("<", v, _splat(builder, r))
-        v = builder.sub(v, builder.sext(below, _V))       # true is -1: subtracting adds one
-        at = builder.icmp_unsigned("==", ir.Constant(_V, list(range(STRIDE))),
-                                   _splat(builder, builder.trunc(w, _I8)))
+        rs = _splat(builder, builder.load(builder.gep(data, [builder.add(b, w)])))
+        below = builder.icmp_unsigned("<", v, rs)
+        # ranks are a permutation, SPARE above them: the way is the one lane ranked r
+        at = builder.icmp_unsigned("==", v, rs)
+        v = builder.select(below, builder.add(v, ir.Constant(_V, [1] * STRIDE)), v)
         builder.store(builder.select(at, ir.Constant(_V, [0] * STRIDE), v), p, align=1)
         return context.get_dummy_value()
     return sig, codegen
