@@ -414,6 +414,23 @@ def test_one_line_more_than_a_set_always_misses():
     assert (served[5:] == 1).all()
 
 
+def test_copies_count_into_their_own_statistics():
+    import copy
+    import pickle
+    rng = np.random.default_rng(3)
+    addr, kind = local_stream(rng, 3000)
+    h = Hierarchy(small_hier())
+    h.run(0, addr[:1000], kind[:1000])
+    for other in (copy.deepcopy(h), pickle.loads(pickle.dumps(h))):
+        before = h.stats
+        got = other.run(0, addr[1000:], kind[1000:])
+        assert other.stats.served.sum() == len(addr) and h.stats.served.sum() == 1000
+        assert (h.stats.served == before.served).all()
+        # the copy went on from the same contents
+        ref = copy.deepcopy(h)
+        assert ref.run(0, addr[1000:], kind[1000:]).tolist() == got.tolist()
+
+
 def test_table2_defaults():
     cfg = HierarchyConfig()
     assert (cfg.l1i.size, cfg.l1i.ways, cfg.l1i.latency) == (32768, 4, 3)

@@ -94,6 +94,7 @@ class Hierarchy:
             # whether direct-mapped L1s take the next block branch-free (see levelwise):
             # yes for cold caches
             self._l1_mode = np.ones(1, np.uint8)
+        self._pack()
 
     @property
     def cores(self) -> int:
@@ -135,18 +136,38 @@ class Hierarchy:
             raise ValueError("kind is required: 0 instruction fetch, 1 load, 2 store")
         addr, kind, cls = validate.stream(addr, kind, cls, self.classes)
         served = np.empty(len(addr), dtype=np.uint8)
-        cfg = self.config
+        # the kernel's other arguments are packed once (_pack): a short run (a sandbox chunk)
+        # paid more for looking them up than for its accesses
+        head, tail = self._args[self._levelwise]
         if self._levelwise:
-            _run_levelwise(self.tags, self.dirty, self._stamp, self._rank, self._clock,
-                           self._off, self._roff, self._geo, cfg.cores, cfg.l1i.line_shift,
-                           int(core), addr, kind, cls, served, self._served.reshape(-1),
-                           self._events, *self._scratch, self._l1_mode)
-            return served
-        _run_hierarchy(self.tags, self.dirty, self._stamp, self._clock, self._off, self._geo,
-                       cfg.cores, cfg.inclusive, cfg.coherence, self._rng, cfg.l1i.line_shift,
-                       int(core), addr, kind, cls, served, self._served.reshape(-1),
-                       self._events)
+            _run_levelwise(*head, int(core), addr, kind, cls, served, *tail)
+        else:
+            _run_hierarchy(*head, int(core), addr, kind, cls, served, *tail)
         return served
+
+    def __getstate__(self) -> dict:
+        # the packed arguments hold a view of _served, which a copy would cut loose from it
+        state = self.__dict__.copy()
+        del state["_args"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._pack()
+
+    def _pack(self) -> None:
+        """The arguments of each kernel before and after the accesses of a run, by whether it
+        is the level-at-a-time one."""
+        cfg = self.config
+        flat = self._served.reshape(-1)      # a view: the kernel counts into _served
+        self._args = {False: ((self.tags, self.dirty, self._stamp, self._clock, self._off,
+                               self._geo, cfg.cores, cfg.inclusive, cfg.coherence, self._rng,
+                               cfg.l1i.line_shift), (flat, self._events))}
+        if self._levelwise:
+            self._args[True] = ((self.tags, self.dirty, self._stamp, self._rank, self._clock,
+                                 self._off, self._roff, self._geo, cfg.cores,
+                                 cfg.l1i.line_shift),
+                                (flat, self._events, *self._scratch, self._l1_mode))
 
     def reset_stats(self) -> None:
         """Zero the counters, keeping the cache contents."""
