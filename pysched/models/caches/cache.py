@@ -57,6 +57,7 @@ class Cache:
         self._counts = np.zeros((classes, 2, 2), dtype=np.int64)
         self._events = np.zeros(1, dtype=np.int64)
         self._hist = np.zeros(4 * classes * 4, dtype=np.int64)  # scratch of the kernel
+        self._pack()
 
     @property
     def stats(self) -> SingleCacheStats:
@@ -82,11 +83,26 @@ class Cache:
         """
         addr, store, cls = validate.stream(addr, store, cls, self.classes, kinds=2)
         hit = np.empty(len(addr), dtype=np.uint8)
-        cfg = self.config
-        _run_cache(self.tags, self.dirty, self._stamp, self._rank, self._clock, self._rng,
-                   cfg.sets - 1, cfg.ways, cfg.line_shift, cfg.policy_code, addr, store, cls,
-                   hit, self._counts.reshape(-1), self._events, self._hist)
+        head, tail = self._args       # packed once (see Hierarchy.run)
+        _run_cache(*head, addr, store, cls, hit, *tail)
         return hit
+
+    def __getstate__(self) -> dict:
+        # the packed arguments hold a view of _counts, which a copy would cut loose from it
+        state = self.__dict__.copy()
+        del state["_args"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._pack()
+
+    def _pack(self) -> None:
+        """The kernel's arguments before and after the accesses of a run."""
+        cfg = self.config
+        self._args = ((self.tags, self.dirty, self._stamp, self._rank, self._clock, self._rng,
+                       cfg.sets - 1, cfg.ways, cfg.line_shift, cfg.policy_code),
+                      (self._counts.reshape(-1), self._events, self._hist))
 
     def reset_stats(self) -> None:
         """Zero the counters, keeping the contents."""

@@ -251,7 +251,7 @@ def _two_way_lru(tags: np.ndarray, dirty: np.ndarray, rank: np.ndarray, mask: in
     u = np.uint64
     writebacks = 0
     misses = 0
-    for n in range(lo, hi):
+    for n in range(u(lo), u(hi)):     # unsigned: no wrap-around select
         a = addr[n] >> u(shift)
         line = np.int64(a)
         s = a & u(mask)
@@ -281,7 +281,7 @@ def _two_way_lru_hits(tags: np.ndarray, dirty: np.ndarray, rank: np.ndarray, mas
     u = np.uint64
     writebacks = 0
     misses = 0
-    for n in range(lo, hi):
+    for n in range(u(lo), u(hi)):     # unsigned: no wrap-around select
         a = addr[n] >> u(shift)
         line = np.int64(a)
         s = a & u(mask)

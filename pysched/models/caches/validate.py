@@ -62,9 +62,10 @@ def stream(addr, kind, cls, classes: int, kinds: int = NKINDS
     """Validated ``(addr uint64, kind uint8, cls uint16)``; ``kind``/``cls`` None -> zeros."""
     addr = as_array("addr", addr, _U64)
     n = len(addr)
+    given = kind is not None or cls is not None
     kind = zeros(n, _U8) if kind is None else as_array("kind", kind, _U8, n)
     cls = zeros(n, _U16) if cls is None else as_array("cls", cls, _U16, n)
-    if n:
+    if n and given:
         # both ranges in one compiled pass; the error, with its index, from check_range
         top_kind, top_cls = _maxima(kind, cls)
         if top_kind >= kinds:
