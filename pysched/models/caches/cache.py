@@ -7,12 +7,13 @@ from ..stats import SingleCacheStats
 from . import ranks, simd, validate
 from .config import CacheConfig
 from .kernels import _run_cache
+from .packed import Packed
 from .policies import RANDOM, rng_state
 from .policies.lru import INVALID
 from .simd import PAD
 
 
-class Cache:
+class Cache(Packed):
     """One write-back, write-allocate set-associative cache whose state persists across runs.
 
     Parameters
@@ -83,19 +84,9 @@ class Cache:
         """
         addr, store, cls = validate.stream(addr, store, cls, self.classes, kinds=2)
         hit = np.empty(len(addr), dtype=np.uint8)
-        head, tail = self._args       # packed once (see Hierarchy.run)
+        head, tail = self._args       # packed once (see Packed)
         _run_cache(*head, addr, store, cls, hit, *tail)
         return hit
-
-    def __getstate__(self) -> dict:
-        # the packed arguments hold a view of _counts, which a copy would cut loose from it
-        state = self.__dict__.copy()
-        del state["_args"]
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._pack()
 
     def _pack(self) -> None:
         """The kernel's arguments before and after the accesses of a run."""

@@ -9,12 +9,13 @@ from . import ranks, simd, validate
 from .config import HierarchyConfig
 from .kernels import G_MASK, G_POLICY, G_WAYS, _run_hierarchy
 from .levelwise import BLOCK, _run_levelwise
+from .packed import Packed
 from .policies import RANDOM, rng_state
 from .policies.lru import INVALID
 from .simd import PAD
 
 
-class Hierarchy:
+class Hierarchy(Packed):
     """The cache hierarchy of a multicore, whose state persists across runs (epochs).
 
     Each core has a private L1i, L1d and L2; all cores share the L3. Instruction fetches go to
@@ -144,16 +145,6 @@ class Hierarchy:
         else:
             _run_hierarchy(*head, int(core), addr, kind, cls, served, *tail)
         return served
-
-    def __getstate__(self) -> dict:
-        # the packed arguments hold a view of _served, which a copy would cut loose from it
-        state = self.__dict__.copy()
-        del state["_args"]
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._pack()
 
     def _pack(self) -> None:
         """The arguments of each kernel before and after the accesses of a run, by whether it

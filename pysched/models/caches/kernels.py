@@ -236,6 +236,15 @@ def _set_assoc(match, tags: np.ndarray, dirty: np.ndarray, rank: np.ndarray, mas
 
 
 @numba.njit(cache=True, inline="always")
+def _two_way_access(addr: np.ndarray, store: np.ndarray, n: int, shift: int, mask: int):
+    """Access ``n`` of a 2-way cache: ``(line, its set's first way, its set's ranks, store)``."""
+    u = np.uint64
+    a = addr[n] >> u(shift)
+    s = a & u(mask)
+    return np.int64(a), s * u(2), s * u(ranks.STRIDE), store[n]
+
+
+@numba.njit(cache=True, inline="always")
 def _two_way_lru(tags: np.ndarray, dirty: np.ndarray, rank: np.ndarray, mask: int, shift: int,
                  addr: np.ndarray, store: np.ndarray, hit_out: np.ndarray, lo: int,
                  hi: int) -> tuple[int, int]:
@@ -252,12 +261,7 @@ def _two_way_lru(tags: np.ndarray, dirty: np.ndarray, rank: np.ndarray, mask: in
     writebacks = 0
     misses = 0
     for n in range(u(lo), u(hi)):     # unsigned: no wrap-around select
-        a = addr[n] >> u(shift)
-        line = np.int64(a)
-        s = a & u(mask)
-        base = s * u(2)
-        r = s * u(ranks.STRIDE)
-        st = store[n]
+        line, base, r, st = _two_way_access(addr, store, n, shift, mask)
         h1 = np.int64(tags[base + u(1)] == line)
         hit = np.int64(tags[base] == line) | h1
         w = h1 if hit else np.int64(ranks.victim2(rank, r))
@@ -282,12 +286,7 @@ def _two_way_lru_hits(tags: np.ndarray, dirty: np.ndarray, rank: np.ndarray, mas
     writebacks = 0
     misses = 0
     for n in range(u(lo), u(hi)):     # unsigned: no wrap-around select
-        a = addr[n] >> u(shift)
-        line = np.int64(a)
-        s = a & u(mask)
-        base = s * u(2)
-        r = s * u(ranks.STRIDE)
-        st = store[n]
+        line, base, r, st = _two_way_access(addr, store, n, shift, mask)
         h0 = tags[base] == line
         h1 = tags[base + u(1)] == line
         if h0 | h1:
