@@ -122,10 +122,9 @@ def _l1_block(match, ordered, pair, fetch_only, tags, dirty, rank, oi, od, ri, r
     scalar code (:func:`_match2`, :func:`_touch`).
 
     A hit is served here (:func:`~.kernels._count_pairs` counted it, :func:`_l1_lanes` marked
-    it). A miss fills the L1 and
-    queues, for the L2, a demand (``ev_org`` = the access) and then the dirty victim if any
-    (``ev_org`` = -1); the L2 moves the miss's count. Returns ``(queued events, dirty
-    evictions)``.
+    it). A miss fills the L1 and queues, for the L2, a demand (``ev_org`` = the access) and then
+    the dirty victim if any (``ev_org`` = -1); the L2 moves the miss's count. Returns ``(queued
+    events, dirty evictions)``.
     """
     u = np.uint64
     mski = (u(1) << u(wi)) - u(1)
