@@ -206,7 +206,7 @@ def _l1_lanes(fetch_only, lanes, branchless, tags, dirty, rank, oi, od, ri, rd, 
 
     Every access of the block is first marked served by the L1: the lower levels mark the
     misses they serve, and the loops store nothing on a hit (with unsigned loop indices and
-    :func:`.ranks.touch` reading the way's rank as a byte, 7-40 % faster on the fetch lines of
+    :func:`.ranks.touch` reading the way's rank as a byte, 7-43 % faster on the fetch lines of
     barrier and iscp, 4 and 8 ways).
     """
     for n in range(lo, hi):

@@ -41,7 +41,7 @@ def full(n: int, value, dtype) -> np.ndarray:
     A set of 8 int64 tags is one cache line only if the array starts on one. numpy's large
     arrays come from glibc's ``mmap`` chunks, 16 bytes past a page boundary, so every 8-way
     set straddled two lines and every other 4-way one; aligned, the hierarchy of the benchmark
-    ran 5-33 % faster (fetch lines of barrier, iscp and netserver-10b, 4, 8 and 16 ways).
+    ran 2-33 % faster (fetch lines of barrier, iscp and netserver-10b, 4, 8 and 16 ways).
     """
     dtype = np.dtype(dtype)
     extra = ALIGN // dtype.itemsize
