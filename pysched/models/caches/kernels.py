@@ -378,8 +378,9 @@ def _run_cache(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank: np.
         _count_single(cls, store, hit_out, misses, hist, counts)
         return
     # any other geometry or policy: stamps; the clock lives in a register here (nothing else
-    # stamps this cache meanwhile)
+    # stamps this cache meanwhile); counted after the loop, as in the loops above
     writebacks = 0
+    misses = 0
     now = clk[0]
     for n in range(addr.shape[0]):
         line = np.int64(addr[n] >> np.uint64(shift))
@@ -395,10 +396,11 @@ def _run_cache(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank: np.
             v, vd = policies.fill(policy, tags, dirty, stamp, base, ways, line, st, now, rng)
             writebacks += (v >= 0) & (vd != 0)
             hit = 0
+            misses += 1
         hit_out[n] = hit
-        counts[(cls[n] * 2 + st) * 2 + hit] += 1
     clk[0] = now
     events[0] += writebacks
+    _count_single(cls, store, hit_out, misses, hist, counts)
 
 
 # --- the hierarchy ------------------------------------------------------------------------
