@@ -312,6 +312,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5,
                     help="runs per figure, the best kept (default 5, see the docstring)")
     args = ap.parse_args()
+    for name in ("passes", "repeat", "accesses", "mixed_accesses"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     ints = lambda text: [int(x) for x in text.split(",")]  # noqa: E731
     geos = geometries(args.size, ints(args.ways), ints(args.lines), args.policies.split(","),
                       ints(args.other_lines))
