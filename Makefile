@@ -118,7 +118,7 @@ demo: plugin guest
 # the shipped traces at the paper's 2X load (its Fig 7 setting; --load is relative to the
 # machine: 8 copies of each 2-vCPU trace on 8 cores), 8 simulated cores.
 EVAL_OUT ?= results/sandbox
-EVAL_POLICIES ?= linux,schedtask,selective-offload,flexsc,disaggregate-os,slicc
+EVAL_POLICIES ?= linux,schedtask,schedtask:steal=any,selective-offload,flexsc,disaggregate-os,slicc
 evaluate: setup
 	rm -rf $(EVAL_OUT)
 	$(PYSCHED) evaluate $(addprefix data/,$(DATA_WORKLOADS)) --policies $(EVAL_POLICIES) \

@@ -21,6 +21,8 @@ _COMMANDS: dict[str, tuple[str, str]] = {
                  "replay traces under scheduling policies on simulated cores, epoch by epoch"),
     "sweep": ("pysched.sweep.command",
               "a grid of sandbox runs (workloads, policies, cores, loads, caches) on Dask"),
+    "ablate": ("pysched.studies.command",
+               "which rule of the sandbox's model decides a policy's result against a baseline"),
     "seeds": ("pysched.evaluation.seeds",
               "the other seeds' tables (HRRS, cache-fair, DVFS placement) on the shipped traces"),
 }

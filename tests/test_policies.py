@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -11,7 +12,8 @@ from test_sandbox import check_invariants, machine
 from pysched.policies import get_policy
 from pysched.policies.schedtask import SchedTask
 from pysched.sandbox import SandboxConfig
-from pysched.sandbox.engine import Engine, Work
+from pysched.sandbox.engine import Engine
+from pysched.sandbox.simview import Work
 from pysched.superfunctions.functype import Category
 
 
@@ -30,7 +32,9 @@ def _two_syscall_types(rounds: int = 60):
 
 def test_schedtask_keeps_two_system_call_types_on_their_own_cores():
     w, fp = _two_syscall_types()
-    pol = get_policy("schedtask:stealing=none")  # stealing would move similar work
+    # stealing would move similar work; TMigrate's charge would tip some epochs' fractions
+    # past 3/4 (type 1 then gets both cores, sharing one with type 2)
+    pol = get_policy("schedtask:stealing=none:tmigrate=0:talloc=0")
     eng = Engine(w, fp, pol, SandboxConfig(machine(2), epoch_s=2e-5, max_chunk=1000))
     eng.log = []
     eng.run()
@@ -140,15 +144,22 @@ def test_schedtask_takes_a_hardware_interrupt_at_once_and_queues_bottom_halves()
     assert st.bh_latency_s == pytest.approx(start - 2e-5)
 
 
+class _FakeWorkload(SimpleNamespace):
+    """Types, their categories, instructions; ten items."""
+
+    def __len__(self) -> int:
+        return 10
+
+
 class _FakeSim:
     """Queues and moves, as SimView offers them."""
 
     def __init__(self, queues, ntypes, cats):
-        from types import SimpleNamespace
         self.queues = queues
         self.ncores = len(queues)
-        self.workload = SimpleNamespace(types=np.arange(ntypes, dtype=np.uint64),
-                                        type_category=np.array(cats, dtype=np.int8))
+        self.workload = _FakeWorkload(types=np.arange(ntypes, dtype=np.uint64),
+                                      type_category=np.array(cats, dtype=np.int8),
+                                      total_insns=1000)
         self.moved = []
 
     def queue(self, c):
@@ -174,8 +185,8 @@ def _work(type_id):
     return wk
 
 
-def _policy(queues, stealing="similar"):
-    pol = SchedTask(stealing=stealing)
+def _policy(queues, stealing="similar", steal="same"):
+    pol = SchedTask(stealing=stealing, steal=steal, talloc=0)
     sim = _FakeSim(queues, 4, [0, 0, 0, 3])
     pol.attach(sim)
     # core 1 owns type 1; type 2 overlaps type 1 more than type 0 does
@@ -217,8 +228,27 @@ def test_the_overlap_table_ranks_every_type_of_its_side_and_zero_overlap_work_is
     assert sim.moved == [(2, 1)]
 
 
+def test_steal_any_ranks_the_other_side_after_its_own():
+    heat = np.zeros((4, 512), dtype=bool)
+    heat[0, :10] = heat[1, 5:20] = heat[2, 100:110] = heat[3, 0:20] = True
+    pol, sim = _policy([[_work(3), _work(3), _work(2)], []], steal="any")
+    pol._overlaps(heat)
+    # the table lists the application type 3 too (15 common bits with type 1); the steal
+    # still takes every OS type before it
+    assert pol.overlap[1] == [(3, 15), (0, 5), (2, 0)]
+    pol.steal(1)
+    assert sim.moved == [(2, 1)]
+    pol, sim = _policy([[_work(3), _work(3)], []], steal="any")
+    pol._overlaps(heat)
+    pol.steal(1)
+    assert sim.moved == [(3, 1)]  # half of the other side's two
+    pol, sim = _policy([[_work(3), _work(3)], []])
+    pol._overlaps(heat)
+    pol.steal(1)
+    assert sim.moved == []  # steal=same never crosses the split
+
+
 def test_talloc_reallocates_only_when_the_breakup_changes():
-    from types import SimpleNamespace
     pol, sim = _policy([[], []])
     sim.heatmaps = lambda: np.zeros((4, 512), dtype=bool)
     stats = SimpleNamespace(type_cycles=np.array([10.0, 10.0, 0, 0]),

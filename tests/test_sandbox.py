@@ -18,6 +18,7 @@ from pysched.models.machine import MachineConfig
 from pysched.policies import REGISTRY, describe, get_policy
 from pysched.sandbox import SandboxConfig, simulate
 from pysched.sandbox.engine import Engine
+from pysched.sandbox.switch_cost import TracedSwitch
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -128,6 +129,24 @@ def test_engine_agrees_with_its_plain_python_twin(wf, max_chunk):
     cycles, served = slow_as_traced(w, fp, m, 1000)
     assert res.total.cycles.sum() == pytest.approx(cycles)
     assert res.total.cache.served.tolist() == served.tolist()
+
+
+@settings(max_examples=25, deadline=None)
+@given(workloads(), st.integers(3, 50), st.floats(0.5, 40.0),
+       st.lists(st.tuples(st.integers(0, 60), st.integers(1, 30)), min_size=1, max_size=4))
+def test_traced_switch_path_agrees_with_the_twin(wf, max_chunk, per, spans):
+    """Each switch runs the next ``per_switch`` instructions of the path through the caches."""
+    w, fp = wf
+    v = w.vcpus[0]
+    runs = np.array([(v, a, a + n) for a, n in spans], dtype=np.int64)
+    path = TracedSwitch(switches=100, switch_path=int(round(per * 100)), runs=runs)
+    m = machine(1)
+    res = simulate(w, fp, get_policy("as-traced"),
+                   SandboxConfig(m, max_chunk=max_chunk, switch_cycles=None), switch_path=path)
+    cycles, served = slow_as_traced(w, fp, m, None, path)
+    assert res.total.cycles.sum() == pytest.approx(cycles)
+    assert res.total.cache.served.tolist() == served.tolist()
+    assert res.total.switch_insns.sum() == round(res.total.switches.sum() * path.per_switch)
 
 
 def test_wakeup_waits_for_the_waker_and_a_free_core_runs_it_early():

@@ -11,7 +11,7 @@ from test_asymmetric import run_four
 from test_sandbox import check_invariants, machine
 
 from pysched.characterisation.scheduler import OUTSIDE, function_instructions, scheduler_share
-from pysched.models.cores.config import big_core, small_core
+from pysched.models.cores.config import big_core
 from pysched.policies import get_policy
 from pysched.sandbox import SandboxConfig
 from pysched.sandbox.engine import Engine
@@ -80,13 +80,16 @@ def test_sandbox_costs_of_each_model():
     assert traced.per_switch == 800
     assert sandbox_costs("flat", big_core()) == {"switch_cycles": 1000,
                                                  "os_migration_cycles": None}
-    assert sandbox_costs("traced", big_core(), traced) == {"switch_cycles": 400,  # CPI 0.5
+    # traced: the engine runs the path (switch_cycles None), a move costs nothing more
+    assert sandbox_costs("traced", big_core(), traced) == {"switch_cycles": None,
                                                            "os_migration_cycles": 0}
-    assert sandbox_costs("traced", small_core(), traced)["switch_cycles"] == 800  # CPI 1.0
+    assert sandbox_costs("zero") == {"switch_cycles": 0, "os_migration_cycles": 0}
     with pytest.raises(ValueError, match="needs the trace's TracedSwitch"):
         sandbox_costs("traced", big_core())
-    with pytest.raises(ValueError, match="switch cost must be one of flat, traced"):
+    with pytest.raises(ValueError, match="switch cost must be one of traced, flat, zero"):
         sandbox_costs("measured", big_core(), traced)
+    with pytest.raises(ValueError, match="no context switch"):
+        sandbox_costs("traced", big_core(), TracedSwitch(0, 0))
     with pytest.raises(ValueError, match="no context switch"):
         TracedSwitch(0, 0).per_switch
     with pytest.raises(ValueError, match="switches must be a non-negative integer"):
@@ -138,15 +141,19 @@ def test_evaluate_runs_carry_the_traced_switch_cost():
     t = prepare(DATA / "dss-mem")
     ts = t.meta["switch"]
     _, flat = evaluate([t], ["linux"], cores=[2], loads=[1], load_unit="copies",
-                       config={"max_epochs": 1})
+                       config={"max_epochs": 1}, switch_cost="flat")
     _, traced = evaluate([t], ["linux"], cores=[2], loads=[1], load_unit="copies",
-                         config={"max_epochs": 1}, switch_cost="traced")
+                         config={"max_epochs": 1})
     assert (flat["switch_cost"].item(), flat["switch_cost_cycles"].item(),
             flat["os_migration_cost_cycles"].item()) == ("flat", 1000, -1)
-    cyc = round(ts.per_switch * big_core().base_cpi)
     assert (traced["switch_cost"].item(), traced["switch_cost_cycles"].item(),
-            traced["os_migration_cost_cycles"].item()) == ("traced", cyc, 0)
+            traced["os_migration_cost_cycles"].item()) == ("traced", -1, 0)
+    assert traced["switch_path_insns"].item() == pytest.approx(ts.per_switch)
     assert traced["migration_cycles"].item() == 0
+    # each switch ran the path's mean instructions, at least their base CPI in cycles
+    n = traced["switches"].item()
+    assert n > 0 and traced["switch_insns"].item() == round(n * ts.per_switch)
+    assert traced["switch_cycles"].item() >= traced["switch_insns"].item() * big_core().base_cpi
     with pytest.raises(ValueError, match="switch cost must be one of"):
         evaluate([t], ["linux"], cores=[2], loads=[1], switch_cost="free")
     with pytest.raises(ValueError, match="give the switch cost as switch_cost"):

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from pysched.constants import LOAD_COPIES, LOAD_MACHINE, LOAD_UNITS
-from pysched.sandbox.switch_cost import FLAT, SWITCH_COSTS
+from pysched.sandbox.switch_cost import SWITCH_COSTS, TRACED
 
 
 def _int_list(name: str):
@@ -55,11 +55,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "kX on C cores is k traced vCPUs' work per core (sections 4.2, 6.1), "
                         "ceil(k * C / V) copies of a V-vCPU trace; "
                         f"{LOAD_COPIES}: the load is the number of copies of each trace")
-    p.add_argument("--switch-cost", choices=SWITCH_COSTS, default=FLAT,
-                   help="what a context switch and an OS move of a thread cost: 'flat' "
-                        "(seed 001's 1,000 cycles each) or 'traced' (each trace's own "
-                        "context-switch path per switch at the core's base CPI, no extra "
-                        "for a move; see pysched.sandbox.switch_cost)")
+    p.add_argument("--switch-cost", choices=SWITCH_COSTS, default=TRACED,
+                   help="what a context switch and an OS move of a thread cost: 'traced' "
+                        "(default: each trace's own context-switch path run through the "
+                        "core's caches, no extra for a move), 'flat' (seed 001's 1,000 "
+                        "cycles each) or 'zero'; see pysched.sandbox.switch_cost")
     p.add_argument("--epoch-ms", type=_positive_float, default=3.0,
                    help="epoch length in simulated milliseconds (default 3, section 4.4)")
     p.add_argument("--epochs", type=_positive_int, default=None, metavar="N",

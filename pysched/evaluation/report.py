@@ -19,19 +19,25 @@ def _fmt(x: float, pct: bool = False) -> str:
 
 
 #: The columns of :func:`core_time`, with their headings in the summary.
-CORE_TIME = {"idle": "idle % of core time", "switch_cycle_share": "switch cycles % of busy",
+CORE_TIME = {"idle": "idle % of core time",
+             "idle_no_work": "idle, nothing queued %",
+             "idle_work_waiting": "idle, work queued %",
+             "switch_cycle_share": "switch cycles % of busy",
              "switch_per_minsn": "switches per M insn",
              "migr_cycle_share": "migration cycles % of busy",
-             "migr_per_minsn": "migrations per M insn", "icache_app": "i$ app %",
-             "icache_os": "i$ OS %"}
+             "migr_per_minsn": "migrations per M insn",
+             "policy_cycle_share": "policy routine cycles % of busy",
+             "icache_app": "i$ app %", "icache_os": "i$ OS %"}
 
 
 def core_time(runs: pd.DataFrame) -> pd.DataFrame:
     """Where the core time went, per (cores, load unit, load, policy), means over the traces.
 
-    Columns: ``traces`` (how many), ``idle`` (idle share of the cores' time),
-    ``switch_cycle_share`` and ``migr_cycle_share`` (cycles charged for context switches and
-    for migrations over all busy cycles: base, stalls, switches and migrations),
+    Columns: ``traces`` (how many), ``idle`` (idle share of the cores' time), split into
+    ``idle_no_work`` (nothing queued anywhere) and ``idle_work_waiting`` (work queued on some
+    core meanwhile), ``switch_cycle_share``, ``migr_cycle_share`` and ``policy_cycle_share``
+    (cycles charged for context switches, for migrations and for the policy's own routines,
+    over all busy cycles),
     ``switch_per_minsn`` and ``migr_per_minsn`` (switches and migrations per million
     instructions; runs without switch columns, from before they existed, give NaN) and the
     i-cache hit
@@ -43,6 +49,9 @@ def core_time(runs: pd.DataFrame) -> pd.DataFrame:
     minsn = runs["instructions"] / 1e6
     r = runs.assign(
         idle=runs["idle_fraction"],
+        idle_no_work=runs.get("idle_no_work", nan),
+        idle_work_waiting=runs.get("idle_work_waiting", nan),
+        policy_cycle_share=runs.get("policy_cycles", nan) / runs.get("cycles", nan),
         switch_cycle_share=runs.get("switch_cycles", nan) / runs.get("cycles", nan),
         switch_per_minsn=runs.get("switches", nan) / minsn,
         migr_cycle_share=runs.get("migration_cycles", nan) / runs.get("cycles", nan),
@@ -62,8 +71,9 @@ def _core_time_lines(g: pd.DataFrame) -> list[str]:
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for x in t.itertuples():
         lines.append("| " + " | ".join([
-            str(x.policy), _pct(x.idle), _pct(x.switch_cycle_share, 2),
-            _per(x.switch_per_minsn), _pct(x.migr_cycle_share, 2), _per(x.migr_per_minsn),
+            str(x.policy), _pct(x.idle), _pct(x.idle_no_work), _pct(x.idle_work_waiting),
+            _pct(x.switch_cycle_share, 2), _per(x.switch_per_minsn),
+            _pct(x.migr_cycle_share, 2), _per(x.migr_per_minsn), _pct(x.policy_cycle_share, 2),
             _pct(x.icache_app), _pct(x.icache_os)]) + " |")
     return lines + [""]
 
@@ -85,7 +95,8 @@ def _switch_cost_line(runs: pd.DataFrame) -> str:
     """Which switch-cost model the runs used (:mod:`pysched.sandbox.switch_cost`)."""
     nan = pd.Series(np.nan, index=runs.index)
     per = runs.assign(sw=runs.get("switch_cost_cycles", nan),
-                      mig=runs.get("os_migration_cost_cycles", nan)
+                      mig=runs.get("os_migration_cost_cycles", nan),
+                      path=runs.get("switch_path_insns", nan)
                       ).drop_duplicates(["trace", "switch_cost"])
     parts = []
     for x in per.itertuples():
@@ -93,8 +104,9 @@ def _switch_cost_line(runs: pd.DataFrame) -> str:
             parts.append(f"{x.trace} {x.switch_cost}")
             continue
         mig = "the cores' migration cycles" if x.mig < 0 else f"{int(x.mig)}"
-        parts.append(f"{x.trace} {x.switch_cost} ({int(x.sw)} cycles per switch, {mig} per "
-                     f"move)")
+        what = (f"{x.path:.0f} switch-path instructions per switch through the caches"
+                if x.sw < 0 else f"{int(x.sw)} cycles per switch")
+        parts.append(f"{x.trace} {x.switch_cost} ({what}, {mig} per move)")
     return ("Switch cost (`--switch-cost`, `pysched.sandbox.switch_cost`): "
             + "; ".join(parts) + ".")
 

@@ -25,7 +25,8 @@ from pysched.policies import get_policy
 from pysched.sandbox import SandboxConfig, build_footprint, build_workload, simulate
 from pysched.sandbox.app_events import EVENTS, event_items
 from pysched.sandbox.metrics import stats_row
-from pysched.sandbox.switch_cost import FLAT, SWITCH_COSTS, sandbox_costs, traced_switch
+from pysched.sandbox.kernel_data import copy_private
+from pysched.sandbox.switch_cost import SWITCH_COSTS, TRACED, sandbox_costs, traced_switch
 from pysched.superfunctions.functype import Category
 from pysched.trace import Trace
 
@@ -64,6 +65,7 @@ def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | 
     w = build_workload(seg, trace, name=name, keep_harness=keep_harness)
     say(f"{path}: {len(w)} items of {w.ntasks} threads ({w.dependencies}); reading accesses")
     fp = build_footprint(trace, w.vcpus, line=line)
+    fp.private = copy_private(w, fp)  # what copies share of the data (sandbox.kernel_data)
     app = np.flatnonzero(w.type_category == int(Category.APPLICATION))
     from .paper import last_interrupt_s
     # the trace's switch path per switch, for the 'traced' switch cost (None: no switches
@@ -173,7 +175,7 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
              config: dict | None = None, load_unit: str = LOAD_MACHINE,
              progress: Callable[[str], None] | None = None,
              run_progress: Callable[[str, int, int], None] | None = None,
-             decisions: list[pd.DataFrame] | None = None, switch_cost: str = FLAT
+             decisions: list[pd.DataFrame] | None = None, switch_cost: str = TRACED
              ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every (trace, policy, cores, load) point; returns (epochs, runs) frames.
 
@@ -194,22 +196,27 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
     ``load``, ``load_unit``, ``copies``) first.
 
     ``switch_cost`` (:data:`~pysched.sandbox.switch_cost.SWITCH_COSTS`) sets what a context
-    switch and an OS move of a thread cost (:func:`~pysched.sandbox.switch_cost.sandbox_costs`:
-    ``flat`` 1,000 + 1,000 cycles, or ``traced``: each trace's own switch path); run rows
-    carry ``switch_cost``, ``switch_cost_cycles`` and ``os_migration_cost_cycles`` (-1: the
-    cores' ``migration_cycles``).
+    switch and an OS move of a thread cost (:mod:`~pysched.sandbox.switch_cost`: ``traced``,
+    each trace's own switch path run through the caches; ``flat`` 1,000 + 1,000 cycles;
+    ``zero``); ``config`` may override ``os_migration_cycles`` (the move cost alone). Run
+    rows carry ``switch_cost``, ``switch_cost_cycles`` (-1: the traced path, whose measured
+    cycles are ``switch_cycles / switches``), ``switch_path_insns`` (the traced path's
+    instructions per switch, NaN otherwise) and ``os_migration_cost_cycles`` (-1: the cores'
+    ``migration_cycles``), and every :class:`SandboxConfig` model field (``idle_retry``,
+    ``kernel_data``, ``copy_phase``, ``ifetch_penalty``, ...).
     """
     import time
     check_request(policies, cores, loads, load_unit)
     if switch_cost not in SWITCH_COSTS:
         raise ValueError(f"switch cost must be one of {', '.join(SWITCH_COSTS)}, got "
                          f"{switch_cost!r}")
-    if config and ({"switch_cycles", "os_migration_cycles"} & set(config)):
+    if config and "switch_cycles" in config:
         raise ValueError("give the switch cost as switch_cost, not in config")
     for t in traces:
-        if switch_cost != FLAT and t.meta.get("switch") is None:
-            raise ValueError(f"{t.path}: no switches table, so the traced switch cost is "
-                             f"unknown; use --switch-cost flat")
+        if switch_cost == TRACED and not _has_switches(t):
+            raise ValueError(f"{t.path}: no context switch in the trace (or no switches "
+                             f"table), so the traced switch cost is unknown; use "
+                             f"--switch-cost flat or zero")
     avail = _available_bytes()
     for t in traces:
         for ncores in cores:
@@ -232,21 +239,30 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
                     # a policy that needs more cores (SelectiveOffload) gets them (Table 3),
                     # and the same work as the others: the copies of the requested cores
                     mp = m if pol.core_factor == 1 else machine(ncores * pol.core_factor, base)
-                    costs = sandbox_costs(switch_cost, _core_type(mp), t.meta.get("switch"))
-                    cfg = SandboxConfig(mp, load=n, **costs, **(config or {}))
+                    costs = {**sandbox_costs(switch_cost, None, t.meta.get("switch")),
+                             **{k: v for k, v in (config or {}).items()
+                                if k == "os_migration_cycles"}}
+                    rest = {k: v for k, v in (config or {}).items()
+                            if k != "os_migration_cycles"}
+                    cfg = SandboxConfig(mp, load=n, **costs, **rest)
                     t0 = time.perf_counter()
                     label = f"{t.name} {p} cores={ncores} load={k} copies={n}"
                     tick = None if run_progress is None else \
                         (lambda done, total, label=label: run_progress(label, done, total))
-                    res = simulate(t.workload, t.footprint, pol, cfg, t.events, progress=tick)
+                    res = simulate(t.workload, t.footprint, pol, cfg, t.events, progress=tick,
+                                   switch_path=t.meta.get("switch"))
                     wall = time.perf_counter() - t0
                     key = {"trace": t.name, "workload": t.meta.get("workload", t.name),
                            "policy": p, "cores": ncores, "load": k, "load_unit": load_unit,
                            "copies": n}
-                    mig = costs["os_migration_cycles"]
+                    mig, sw = costs["os_migration_cycles"], costs["switch_cycles"]
+                    path = t.meta.get("switch")
                     cost_cols = {"switch_cost": switch_cost,
-                                 "switch_cost_cycles": costs["switch_cycles"],
-                                 "os_migration_cost_cycles": -1 if mig is None else mig}
+                                 "switch_cost_cycles": -1 if sw is None else sw,
+                                 "switch_path_insns": (path.per_switch if sw is None
+                                                       else float("nan")),
+                                 "os_migration_cost_cycles": -1 if mig is None else mig,
+                                 **model_columns(cfg)}
                     if decisions is not None and (rows := pol.decisions()):
                         decisions.append(pd.DataFrame([{**key, **d} for d in rows]))
                     for e, s in enumerate(res.epochs):
@@ -264,13 +280,19 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
     return pd.DataFrame(epochs), pd.DataFrame(runs)
 
 
-def _core_type(m: MachineConfig) -> CoreConfig:
-    """The one core type of ``m`` whose base CPI turns switch instructions into cycles."""
-    cpis = {c.base_cpi for c in m.cores}
-    if len(cpis) > 1:
-        raise ValueError(f"the traced switch cost needs cores of one base CPI, got "
-                         f"{sorted(cpis)}")
-    return m.cores[0]
+def _has_switches(t: PreparedTrace) -> bool:
+    path = t.meta.get("switch")
+    return path is not None and path.switches > 0 and len(path.runs) > 0
+
+
+#: The :class:`SandboxConfig` fields of the model's rules that every run row records.
+MODEL_FIELDS = ("idle_retry", "tick_hz", "ipi_s", "kernel_data", "copy_phase", "phase_seed",
+                "ifetch_penalty")
+
+
+def model_columns(cfg: SandboxConfig) -> dict:
+    """The model rules ``cfg`` ran with, as run-row columns (:data:`MODEL_FIELDS`)."""
+    return {k: getattr(cfg, k) for k in MODEL_FIELDS}
 
 
 #: What makes two runs of one evaluation the same point but for the policy.

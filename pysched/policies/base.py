@@ -59,7 +59,7 @@ LATENCY_S = 0.006
 MIN_GRANULARITY_S = 0.00075
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pysched.sandbox.engine import SimView, Work
+    from pysched.sandbox.simview import SimView, Work
     from pysched.sandbox.metrics import SandboxStats
 
 
@@ -81,6 +81,18 @@ class Policy:
     #: who runs next even when the thread stays on its core). False: the thread continues
     #: unless it must yield (Linux, see :mod:`pysched.sandbox.engine`).
     pick_at_boundaries: bool = False
+    #: The model's settings the policy's paper states (ablation factor -> setting, see
+    #: :mod:`pysched.studies.ablation`): the ``paper`` configuration of ``pysched ablate``.
+    paper_model: dict[str, str] = {}
+    #: Bits of the Page-heatmaps the engine collects per superFuncType each epoch (section
+    #: 3.2; ``sim.heatmaps()``); 0: none collected.
+    heatmap_bits: int = 0
+    #: Whether a hardware interrupt or bottom half queued on a core interrupts the thread item
+    #: running there at the end of its chunk (:mod:`pysched.sandbox.engine`, Interrupts first).
+    preempt_for_interrupts: bool = True
+    #: Whether a queued bottom half preempts too (False: only hardware interrupts do, for a
+    #: policy that queues bottom halves as work of their own).
+    preempt_for_bottom_halves: bool = True
 
     def __init__(self, **params) -> None:
         if params:

@@ -7,7 +7,8 @@ giving per-epoch :class:`SandboxStats`.
 """
 from __future__ import annotations
 
-from .engine import RunResult, SandboxConfig, SimView, Work, simulate
+from .engine import RunResult, SandboxConfig, simulate
+from .simview import SimView, Work
 from .footprint import Footprint, build_footprint
 from .metrics import SandboxStats
 from .workload import Workload, build_workload

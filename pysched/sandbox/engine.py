@@ -25,13 +25,29 @@ Rules (each an approximation of a real machine, written down here where it is ma
   are released only at the end of a chunk. A wake-up at offset 0 ends a chunk of no
   instructions: the waker reaches it once its core has paid the switch or migration cost the
   waker's first chunk carries (immediately when there is none), not when its core picks it.
-* **Costs**: a thread starting on a core where another thread ran last pays
-  :attr:`SandboxConfig.switch_cycles`; a thread the OS moved from another core pays, on top
-  of that switch and the cold caches it finds, :attr:`SandboxConfig.os_migration_cycles`
-  (default: the core's ``migration_cycles``, 1,000, as seed 001 charges a switch). Interrupt
-  and bottom-half items switch no thread. :mod:`.switch_cost` gives the two models (``flat``:
-  seed 001's 1,000 cycles for both; ``traced``: the traced kernel's own switch path per
-  switch, and no extra charge for the move).
+* **Costs** (:mod:`.switch_cost`): a thread starting on a core where another thread ran last
+  pays a context switch. By default (``switch_cycles = None``, the ``traced`` model) the
+  switch *runs* the traced kernel's switch path: the next ``per_switch`` instructions of the
+  trace's scheduler code (the code the segmentation leaves out of every SuperFunction), taken
+  in trace order and cyclically, go through the core's caches with their traced fetch lines
+  and data accesses, and cost ``instructions * base CPI + stall cycles`` like any chunk
+  (cache class :attr:`Engine.sched_class`). A constant ``switch_cycles`` charges that instead
+  (``flat``: seed 001's 1,000; ``zero``). A thread the OS moved from another core pays
+  :attr:`SandboxConfig.os_migration_cycles` on top (0 under ``traced``: its cold caches are
+  modelled; None: the core's ``migration_cycles``). Interrupt and bottom-half items switch
+  no thread. A policy may charge the work of its own routines with :meth:`SimView.charge`
+  (SchedTask's TMigrate and TAlloc, :mod:`pysched.policies.schedtask`); the cycles go to the
+  core's next chunk.
+* **Idle cores look for work** (:attr:`SandboxConfig.idle_retry`, as Linux's do): when an
+  item is queued on a busy core while other cores are idle, each idle core is sent an IPI and
+  runs its policy's ``steal`` and ``pick_next`` :attr:`SandboxConfig.ipi_s` later (Linux
+  kicks an idle CPU to pull work, ``kick_ilb`` / ``nohz_balancer_kick``; SchedTask's
+  Algorithm 1 line 23 sends an IPI to an idle core it queues work on); and every idle core
+  does so again at every tick of the simulated machine (:attr:`SandboxConfig.tick_hz`, HZ 250
+  by default: Linux's periodic idle balance runs from the tick), not at the trace's interrupt
+  rate. What a core takes is its policy's rule. Idle time is split into ``idle_no_work``
+  (nothing queued anywhere: every thread blocked or waiting for a release) and
+  ``idle_work_waiting`` (an item queued on some core while this one idled).
 * **Interrupts first**: when an interrupt or bottom half is queued on a core that runs a thread
   item, the thread is interrupted at the end of the chunk (unless the policy sets
   ``preempt_for_interrupts = False``; a policy that queues bottom halves as work of their own
@@ -68,9 +84,19 @@ Rules (each an approximation of a real machine, written down here where it is ma
   ``as-traced`` oracle, which replays the traced order, and SchedTask, whose Algorithm 1
   queues every starting SuperFunction).
 * **Load**: ``load = K`` runs K copies of the whole workload (threads, interrupts and bottom
-  halves; see :mod:`.workload`). Copies execute the same code frames; the physical addresses of
-  their data accesses (loads and stores) are moved by ``copy * DATA_COPY_STRIDE`` so that each
-  copy's data lies in frames of its own.
+  halves; see :mod:`.workload`). Copies execute the same code frames (one kernel, one program
+  binary). Their data (loads and stores) is split by :attr:`Footprint.private`
+  (:mod:`.kernel_data`): each copy's user data and the kernel data the trace shows belonging
+  to one thread lie in frames of the copy's own (moved by ``copy * DATA_COPY_STRIDE``); the
+  kernel data several threads or only interrupts touched (kernel globals, per-CPU areas) is
+  one, shared by every copy (``kernel_data = "shared"``, the default; ``"per-copy"`` moves
+  all of a copy's data).
+* **Copy phase**: copy ``k >= 1`` starts :attr:`Engine.phase` ``[k]`` seconds late, drawn
+  uniformly from one epoch with a generator seeded by :attr:`SandboxConfig.phase_seed`
+  (``copy_phase = "offset"``): independent instances of a benchmark do not start, or take
+  their interrupts, at the same instants. Every release time of the copy (its interrupts'
+  arrivals, its first items) moves with it. Copy 0 starts at 0, so one copy replays the
+  trace's own timing. ``"in-phase"``: every copy at 0.
 * **Hardware ticks and moves of running threads** (for policies below the OS, as seed 001's
   hardware round-robin): a policy with a ``tick_s`` gets its ``tick`` hook every ``tick_s``
   simulated seconds (or after the delay the hook returns); it may ask the engine to move the
@@ -96,13 +122,13 @@ import numpy as np
 
 from pysched.heatmaps.hashing import bloom_bit
 from pysched.models.caches.hierarchy import Hierarchy
-from pysched.models.cores.config import CoreConfig
 from pysched.models.cores.timing import stall_table
 from pysched.models.machine import MachineConfig
 from pysched.superfunctions.functype import Category
 
 from .footprint import Footprint
 from .metrics import SandboxStats
+from .simview import SimView, Work
 from .workload import ASYNC_ITEM, FIRST, RETURN, START, THREAD_ITEM, Workload
 
 from pysched.constants import EPOCH_SECONDS
@@ -112,7 +138,24 @@ from pysched.constants import EPOCH_SECONDS
 #: original's (as distinct frames with the same page offset and colour would).
 DATA_COPY_STRIDE = np.uint64(1 << 40)
 
-_EV_CORE, _EV_RELEASE, _EV_EPOCH, _EV_TICK = 0, 1, 2, 3
+#: Seconds from queuing work to an idle core acting on it: an IPI's delivery and the idle
+#: core's wake-up. 2 us, our approximation: the order of an x86 IPI's send-to-handler time
+#: between cores plus a wake-up from a shallow idle state (C1); deeper idle states are not
+#: modelled. An ablation factor (``pysched ablate``) shows what it decides.
+IPI_S = 2e-6
+#: The simulated machine's tick: Linux's HZ (250 on Debian's kernels, CONFIG_HZ_250).
+TICK_HZ = 250.0
+#: ``SandboxConfig.kernel_data``: copies share the kernel data the trace shows shared, or
+#: every copy's data is its own.
+KERNEL_DATA = ("shared", "per-copy")
+#: ``SandboxConfig.copy_phase``: copies start at seeded offsets, or all at time 0.
+COPY_PHASES = ("offset", "in-phase")
+#: ``SandboxConfig.ifetch_penalty``: an instruction fetch served beyond the L1 stalls for the
+#: difference of its level's latency to the L1's (the L1 hit is in the base CPI), or for the
+#: level's full latency.
+IFETCH_PENALTIES = ("difference", "full")
+
+_EV_CORE, _EV_RELEASE, _EV_EPOCH, _EV_TICK, _EV_POKE, _EV_IDLE_TICK = 0, 1, 2, 3, 4, 5
 _INTERRUPT = int(Category.INTERRUPT)
 
 
@@ -129,9 +172,10 @@ class SandboxConfig:
         :func:`pysched.evaluation.runner.copies_for` copies, section 6.3).
     epoch_s : float
         Epoch length in simulated seconds (3 ms, section 4.4).
-    switch_cycles : int
-        Cost of switching a core to another thread (1,000 cycles: seed 001's context switch;
-        :func:`.switch_cost.sandbox_costs` gives the traced kernel's instead).
+    switch_cycles : int or None
+        Cost of switching a core to another thread: None runs the traced switch path through
+        the caches (``simulate(switch_path=...)``, see the module); an integer charges that
+        many cycles (1,000: seed 001's context switch; 0).
     os_migration_cycles : int or None
         Extra cost of a thread the OS (the policy's queues) moved to another core, beyond the
         switch: None (default) charges the destination core's ``migration_cycles``. Hardware
@@ -143,23 +187,49 @@ class SandboxConfig:
         simulated seconds, whose measures are the work done in it (the paper counts events
         in a span of system execution, section 6.1). None (default): run until every item of
         every copy is done.
+    idle_retry : bool
+        Idle cores look for work when work is queued elsewhere and at every tick (module).
+        False: an idle core looks only when work is queued on it.
+    tick_hz : float
+        Ticks per simulated second at which idle cores retry (:data:`TICK_HZ`).
+    ipi_s : float
+        Delay from queuing work to an idle core acting on it (:data:`IPI_S`).
+    kernel_data : str
+        :data:`KERNEL_DATA`: ``"shared"`` (default) or ``"per-copy"`` (module, Load).
+    copy_phase : str
+        :data:`COPY_PHASES`: ``"offset"`` (default) or ``"in-phase"`` (module).
+    phase_seed : int
+        Seed of the copies' start offsets.
+    ifetch_penalty : str
+        :data:`IFETCH_PENALTIES`: ``"difference"`` (default) or ``"full"``.
     """
 
     machine: MachineConfig = field(default_factory=MachineConfig)
     load: int = 1
     epoch_s: float = EPOCH_SECONDS
-    switch_cycles: int = 1000
+    switch_cycles: int | None = 1000
     os_migration_cycles: int | None = None
     max_chunk: int = 20_000
     max_epochs: int | None = None
+    idle_retry: bool = True
+    tick_hz: float = TICK_HZ
+    ipi_s: float = IPI_S
+    kernel_data: str = "shared"
+    copy_phase: str = "offset"
+    phase_seed: int = 0
+    ifetch_penalty: str = "difference"
 
     def __post_init__(self) -> None:
         if not isinstance(self.load, int) or isinstance(self.load, bool) or self.load < 1:
             raise ValueError(f"load must be a positive integer, got {self.load!r}")
-        if not (isinstance(self.epoch_s, (int, float)) and math.isfinite(self.epoch_s)
-                and self.epoch_s > 0):
-            raise ValueError(f"epoch_s must be a positive number of seconds, got "
-                             f"{self.epoch_s!r}")
+        for name in ("epoch_s", "tick_hz"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be a positive number, got {v!r}")
+        if not (isinstance(self.ipi_s, (int, float)) and math.isfinite(self.ipi_s)
+                and self.ipi_s >= 0):
+            raise ValueError(f"ipi_s must be a non-negative number of seconds, got "
+                             f"{self.ipi_s!r}")
         if not isinstance(self.max_chunk, int) or self.max_chunk < 1:
             raise ValueError(f"max_chunk must be a positive integer, got {self.max_chunk!r}")
         if self.max_epochs is not None and (not isinstance(self.max_epochs, int)
@@ -167,171 +237,65 @@ class SandboxConfig:
                                             or self.max_epochs < 1):
             raise ValueError(f"max_epochs must be a positive integer or None, got "
                              f"{self.max_epochs!r}")
-        if not isinstance(self.switch_cycles, int) or self.switch_cycles < 0:
-            raise ValueError(f"switch_cycles must be a non-negative integer, got "
-                             f"{self.switch_cycles!r}")
+        if self.switch_cycles is not None and (
+                not isinstance(self.switch_cycles, int) or isinstance(self.switch_cycles, bool)
+                or self.switch_cycles < 0):
+            raise ValueError(f"switch_cycles must be a non-negative integer or None (the "
+                             f"traced switch path), got {self.switch_cycles!r}")
         if self.os_migration_cycles is not None and (
                 not isinstance(self.os_migration_cycles, int)
                 or isinstance(self.os_migration_cycles, bool) or self.os_migration_cycles < 0):
             raise ValueError(f"os_migration_cycles must be a non-negative integer or None, "
                              f"got {self.os_migration_cycles!r}")
+        if not isinstance(self.idle_retry, bool):
+            raise ValueError(f"idle_retry must be True or False, got {self.idle_retry!r}")
+        for name, choices in (("kernel_data", KERNEL_DATA), ("copy_phase", COPY_PHASES),
+                              ("ifetch_penalty", IFETCH_PENALTIES)):
+            if getattr(self, name) not in choices:
+                raise ValueError(f"{name} must be one of {', '.join(choices)}, got "
+                                 f"{getattr(self, name)!r}")
+        if not isinstance(self.phase_seed, int) or isinstance(self.phase_seed, bool):
+            raise ValueError(f"phase_seed must be an integer, got {self.phase_seed!r}")
 
     @property
     def ncores(self) -> int:
         return len(self.machine.cores)
 
 
-class Work:
-    """What a policy may know of an item: never its length or its future.
-
-    Attributes
-    ----------
-    gid : int
-        Item id over all copies (``copy * len(workload) + item``).
-    copy : int
-    task : int
-        Thread id over all copies (-1: interrupt or bottom half).
-    functype : int
-        superFuncType; ``type_id`` its dense id.
-    category : int
-        :class:`~pysched.superfunctions.functype.Category`.
-    number : int
-        System call number or vector (-1 otherwise).
-    begins : int
-        :data:`~.workload.FIRST`, ``START``, ``RETURN`` or ``RESUME`` (thread items).
-    is_async : bool
-        Interrupt or bottom half.
-    trace_vcpu, trace_start : int
-        Where it ran in the trace: for the ``as-traced`` oracle only.
-    """
-
-    __slots__ = ("gid", "copy", "item", "task", "functype", "type_id", "category", "number",
-                 "begins", "is_async", "trace_vcpu", "trace_start")
-
-    def __repr__(self) -> str:
-        return (f"Work(gid={self.gid}, task={self.task}, type={self.functype:#x}, "
-                f"category={self.category})")
-
-
-class SimView:
-    """The engine as a policy sees it: the machine, the queues, finished work's statistics."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._e = engine
-
-    @property
-    def ncores(self) -> int:
-        return self._e.ncores
-
-    @property
-    def now(self) -> float:
-        return self._e.now
-
-    @property
-    def workload(self) -> Workload:
-        """The workload's static description (types and their categories; item lengths are
-        not to be used by policies that model an OS)."""
-        return self._e.w
-
-    @property
-    def ntypes(self) -> int:
-        return len(self._e.w.types)
-
-    def queue(self, core: int) -> list[Work]:
-        """The run queue of ``core``, head first (do not modify it; use :meth:`move`)."""
-        return self._e.queues[core]
-
-    def queue_len(self, core: int) -> int:
-        return len(self._e.queues[core])
-
-    def running(self, core: int) -> Work | None:
-        """The item ``core`` runs now (None: idle)."""
-        g = self._e.core_item[core]
-        return None if g < 0 else self._e.work(g)
-
-    @property
-    def load(self) -> int:
-        """Copies of the workload."""
-        return self._e.K
-
-    def home_of(self, copy: int, vcpu: int) -> int:
-        """The core that copy ``copy`` of traced vCPU ``vcpu`` maps to."""
-        return self._e.home(copy, vcpu)
-
-    def home(self, work: Work) -> int:
-        """The core that ``work``'s traced vCPU maps to: copy k of vCPU v on core
-        ``(k * vCPUs + v) mod cores`` (the initial placement of every thread)."""
-        return self._e.home(work.copy, work.trace_vcpu)
-
-    def is_idle(self, core: int) -> bool:
-        return self._e.core_item[core] < 0 and not self._e.queues[core]
-
-    def last_core(self, task: int) -> int:
-        """Where thread ``task`` last ran (-1: never)."""
-        return int(self._e.task_core[task])
-
-    def task_runtime(self, task: int) -> float:
-        """Seconds thread ``task`` has run so far."""
-        return float(self._e.task_time[task])
-
-    def heatmaps(self) -> np.ndarray:
-        """Page-heatmaps of the epoch so far: bool array (types, bits), row = type id
-        (collected only when the policy sets ``heatmap_bits``; cleared after each epoch)."""
-        return self._e.heat
-
-    def move(self, work: Work, dst: int) -> None:
-        """Move a queued item to the tail of ``dst``'s queue (a steal or a balance)."""
-        self._e.move(work, dst)
-
-    # --- the machine below the OS: core types, hardware moves, DVFS -----------------------------
-    @property
-    def machine(self) -> MachineConfig:
-        """The machine: core types and the cache hierarchy (static, as an OS knows it)."""
-        return self._e.cfg.machine
-
-    def core_config(self, core: int) -> CoreConfig:
-        """The type of ``core`` (big or small, its DVFS levels): static, as an OS knows it."""
-        return self._e.cfg.machine.cores[core]
-
-    def migrate_running(self, core: int, dst: int) -> bool:
-        """Move the thread item running on ``core`` to ``dst`` at the end of its chunk, where
-        it runs next (see the module). Returns False, doing nothing, when ``core`` runs no
-        thread item (idle, or an interrupt or bottom half)."""
-        return self._e.migrate_running(core, dst)
-
-    def level(self, core: int) -> int:
-        """The DVFS level (index into ``core_config(core).dvfs``) ``core`` runs at now."""
-        return int(self._e.level[core])
-
-    def set_level(self, core: int, level: int) -> None:
-        """Run ``core`` at DVFS level ``level`` from its next chunk on."""
-        self._e.set_level(core, level)
-
-    def task_insns(self, task: int) -> int:
-        """Instructions thread ``task`` has retired so far (a performance counter)."""
-        return int(self._e.s_task_insns[task])
-
-    def task_cycles(self, task: int) -> float:
-        """Busy cycles thread ``task`` has run so far, costs of switches included."""
-        return float(self._e.task_cycles[task])
-
-    def task_llc_misses(self, task: int) -> int:
-        """Accesses of thread ``task`` so far that missed the shared last-level cache (served
-        by memory): the per-thread shared-cache miss counter of seed 003 (section 4)."""
-        return int(self._e.task_llc_misses[task])
-
-
 class Engine:
     """One run of a policy on a workload (use :func:`simulate`)."""
 
     def __init__(self, workload: Workload, footprint: Footprint, policy, config: SandboxConfig,
-                 app_event_items: np.ndarray | None = None) -> None:
+                 app_event_items: np.ndarray | None = None, switch_path=None) -> None:
         self.w, self.fp, self.policy, self.cfg = workload, footprint, policy, config
         w = workload
         self.n = len(w)
         self.K = config.load
         self.ncores = config.ncores
-        self.hier = Hierarchy(config.machine.hierarchy, classes=max(1, len(w.types)))
+        #: Cache class of the context-switch path (after the superFuncTypes' ids): OS code.
+        self.sched_class = len(w.types)
+        self.hier = Hierarchy(config.machine.hierarchy, classes=len(w.types) + 1)
+        self._init_switch_path(switch_path)
+        #: Start offset of each copy in seconds (see the module, Copy phase).
+        self.phase = np.zeros(self.K)
+        if config.copy_phase == "offset" and self.K > 1:
+            rng = np.random.default_rng(config.phase_seed)
+            self.phase[1:] = rng.uniform(0.0, config.epoch_s, self.K - 1)
+        # Idle accounting (core-seconds): nothing queued anywhere, or work queued somewhere.
+        self.acc_t = 0.0
+        self.s_idle_none = 0.0
+        self.s_idle_wait = 0.0
+        self.core_poked = [False] * self.ncores
+        #: When each core last ran its policy's pick (and steal): dispatch.
+        self.core_looked = [0.0] * self.ncores
+        #: The invariant check (tests): when True, :attr:`max_unlooked` is the longest an
+        #: idle core went without looking while work was queued (at most a tick and an IPI
+        #: with ``idle_retry``).
+        self.check_idle = False
+        self.max_unlooked = 0.0
+        self.wait_since: float | None = None
+        # cycles a policy charged to a core (SimView.charge), paid by its next chunk
+        self.core_charge = np.zeros(self.ncores)
         cores = config.machine.cores
         self.level = np.array([c.level % len(c.dvfs) for c in cores], dtype=np.int64)
         self.freq = np.zeros(len(cores))
@@ -344,7 +308,8 @@ class Engine:
         self.static_j = np.zeros(len(cores))
         self.level_since = np.zeros(len(cores))
         self.cpi = np.array([c.base_cpi for c in cores])
-        self.stall = [stall_table(config.machine.hierarchy, c) for c in cores]
+        full = config.ifetch_penalty == "full"
+        self.stall = [stall_table(config.machine.hierarchy, c, ifetch_full=full) for c in cores]
         self.mig_cycles = np.array([c.migration_cycles for c in cores], dtype=np.float64)
         # an OS move's charge (dispatch); hardware moves (_run_moved) keep mig_cycles
         self.os_mig_cycles = self.mig_cycles if config.os_migration_cycles is None else \
@@ -411,7 +376,7 @@ class Engine:
         self.core_chunk_cv2 = np.zeros(self.ncores)      # its C * V**2
         self.task_end = np.full(ntask * self.K, np.nan)  # when each thread's last item ended
         self.periodic = 0                                # epoch and tick events in the heap
-        self.tick_s = float(getattr(policy, "tick_s", None) or 0.0)
+        self.tick_s = float(policy.tick_s or 0.0)
         self.heap: list = []
         self.seq = 0
         self.now = 0.0
@@ -422,9 +387,118 @@ class Engine:
         self._works: dict[int, Work] = {}
         # Page-heatmaps of the running epoch (section 3.2), when the policy asks for them:
         # each superFuncType's bits set by the code frames its instructions were fetched from.
-        self.heat_bits = int(getattr(policy, "heatmap_bits", 0) or 0)
+        self.heat_bits = int(policy.heatmap_bits or 0)
         self.heat = np.zeros((len(w.types), max(self.heat_bits, 1)), dtype=bool)
         self._init_stats()
+
+    def _init_switch_path(self, path) -> None:
+        """The traced switch path's instruction ranges (:class:`.switch_cost.TracedSwitch`),
+        for ``switch_cycles = None``: each switch replays the next ``per_switch`` of them."""
+        self.sw_path = path
+        if self.cfg.switch_cycles is not None:
+            return
+        if path is None or not len(path.runs):
+            raise ValueError("the traced switch cost needs the trace's switch path "
+                             "(simulate(switch_path=...)); give switch_cycles instead")
+        runs = np.asarray(path.runs, dtype=np.int64)
+        keep = np.isin(runs[:, 0], list(self.w.vcpus)) & (runs[:, 2] > runs[:, 1])
+        self.sw_runs = runs[keep]
+        if not len(self.sw_runs):
+            raise ValueError("the trace's switch path lies on no replayed vCPU")
+        self.sw_per = float(path.per_switch)
+        self.sw_j = 0          # run of the path replayed next
+        self.sw_off = 0        # instructions of it already replayed
+        self.sw_count = 0      # switches replayed
+        self.sw_insns = 0      # their instructions
+
+    def _switch_path(self, c: int) -> float:
+        """Run core ``c``'s share of the traced switch path through its caches: cycles."""
+        want = int(round((self.sw_count + 1) * self.sw_per)) - self.sw_insns
+        self.sw_count += 1
+        cycles = 0.0
+        runs, fp = self.sw_runs, self.fp
+        while want > 0:
+            v, start, stop = (int(x) for x in runs[self.sw_j])
+            a0 = start + self.sw_off
+            n = min(want, stop - a0)
+            lo, hi = (int(x) for x in fp.index(v, [a0, a0 + n]))
+            addr, kind = fp.take(v, lo, hi)
+            stall = 0.0
+            if len(addr):
+                cls = np.full(len(addr), self.sched_class, dtype=np.uint16)
+                served = self.hier.run(c, addr, kind, cls)
+                stall = float(self.stall[c][kind, served].sum())
+            cycles += n * self.cpi[c] + stall
+            self.sw_insns += n
+            self.s_switch_insns[c] += n
+            want -= n
+            self.sw_off += n
+            if start + self.sw_off >= stop:
+                self.sw_j = (self.sw_j + 1) % len(runs)
+                self.sw_off = 0
+        return cycles
+
+    def charge(self, c: int, insns: float) -> None:
+        """``insns`` instructions of the policy's own routine on core ``c`` (:meth:`SimView.
+        charge`), at the core's base CPI, paid by its next chunk."""
+        self._check_core(c, "charge")
+        if not (insns >= 0 and math.isfinite(insns)):
+            raise ValueError(f"policy {self.policy.name!r} charged {insns!r} instructions; "
+                             "give a non-negative number")
+        self.core_charge[c] += insns * self.cpi[c]
+
+    # --- idle cores ---------------------------------------------------------------------------
+    def _advance(self, t: float) -> None:
+        """Count the idle core time up to ``t`` by what was queued meanwhile (module)."""
+        dt = t - self.acc_t
+        if dt <= 0:
+            return
+        t0, self.acc_t = self.acc_t, t
+        queued = any(self.queues) or any(self.incoming)
+        if self.check_idle:
+            self._check_looked(t0, t, queued)
+        idle = self.core_item.count(-1)
+        if idle:
+            if queued:
+                self.s_idle_wait += idle * dt
+            else:
+                self.s_idle_none += idle * dt
+
+    def _check_looked(self, t0: float, t: float, queued: bool) -> None:
+        """The invariant check: how long idle cores went without looking at queued work."""
+        if not queued:
+            self.wait_since = None
+            return
+        if self.wait_since is None:
+            self.wait_since = t0
+        for c in range(self.ncores):
+            if self.core_item[c] < 0:
+                since = max(self.core_looked[c], self.wait_since)
+                self.max_unlooked = max(self.max_unlooked, t - since)
+
+    def _poke_idle(self) -> None:
+        """Work waits on a busy core: every idle core looks for work an IPI later (module)."""
+        if not self.cfg.idle_retry:
+            return
+        t = self.now + self.cfg.ipi_s
+        for c in range(self.ncores):
+            if (self.core_item[c] < 0 and not self.core_poked[c] and not self.core_kicked[c]
+                    and not self.queues[c]):
+                self.core_poked[c] = True
+                self.push(t, _EV_POKE, c)
+
+    def _poked(self, c: int) -> None:
+        self.core_poked[c] = False
+        if self.core_item[c] < 0 and not self.core_kicked[c]:
+            self.dispatch(c)
+
+    def _idle_tick(self) -> None:
+        """The machine's tick: every idle core looks for work when any is queued (module)."""
+        if not (any(self.queues) or any(self.incoming)):
+            return
+        for c in range(self.ncores):
+            if self.core_item[c] < 0 and not self.core_kicked[c]:
+                self.dispatch(c)
 
     # --- statistics ---------------------------------------------------------------------------
     def _init_stats(self) -> None:
@@ -440,6 +514,8 @@ class Engine:
         self.s_switches = z(np.int64)
         self.s_migs = z(np.int64)
         self.s_steals = z(np.int64)
+        self.s_switch_insns = z(np.int64)
+        self.s_charged = z()
         self.s_type_insns = np.zeros(t, dtype=np.int64)
         self.s_type_cycles = np.zeros(t)
         self.s_type_items = np.zeros(t, dtype=np.int64)
@@ -455,6 +531,7 @@ class Engine:
 
     def snapshot(self, at: float) -> SandboxStats:
         """Cumulative statistics up to time ``at`` (busy time of running chunks cut there)."""
+        self._advance(at)
         over = np.maximum(self.core_until - at, 0.0)
         busy = self.s_busy - over
         dyn = self.s_dyn - over * self.core_freq * self.core_chunk_cv2
@@ -467,7 +544,9 @@ class Engine:
             # per copy of the workload (row) and traced thread (column), see copy_fairness
             self.s_task_insns.reshape(self.K, -1).copy(),
             self.s_task_want.reshape(self.K, -1).copy(), self.s_wait, self.s_waits, self.s_lat,
-            self.s_irqs, self.s_bh_lat, self.s_bhs, self.s_events, self.hier.stats)
+            self.s_irqs, self.s_bh_lat, self.s_bhs, self.s_events, self.hier.stats,
+            self.s_switch_insns.copy(), self.s_charged.copy(), self.s_idle_none,
+            self.s_idle_wait)
 
     # --- items --------------------------------------------------------------------------------
     def work(self, g: int) -> Work:
@@ -522,9 +601,12 @@ class Engine:
                 target = pol.resume(wk, core)
         self._check_core(target, "placement")
         self.ready_t[g] = self.ready0[g] = self.now
-        self.queues[target].append(wk)
+        q = self.queues[target]
+        q.append(wk)
         if self.core_item[target] < 0:
             self.kick(target)
+        if self.core_item[target] >= 0 or len(q) > 1:
+            self._poke_idle()  # it waits behind other work: idle cores may take it
 
     def _check_core(self, c, hook: str) -> None:
         if not isinstance(c, (int, np.integer)) or not 0 <= c < self.ncores:
@@ -602,8 +684,11 @@ class Engine:
         r0, r1 = int(w.run_ptr[i]), int(w.run_ptr[i + 1])
         before = self.run_before
         j = r0 if r1 - r0 == 1 else r0 + int(np.searchsorted(before[r0:r1], lo, "right")) - 1
-        addrs, kinds = [], []
+        addrs, kinds, privs = [], [], []
         fp = self.fp
+        copy = g // self.n
+        # which data accesses move with the copy (module, Load)
+        split = copy and fp.data and self.cfg.kernel_data == "shared" and fp.private
         while j < r1 and before[j] < hi:
             v, s, b0 = int(w.run_vcpu[j]), int(w.run_start[j]), int(before[j])
             n = int(w.run_stop[j]) - s
@@ -612,14 +697,18 @@ class Engine:
             ad, kd = fp.take(v, a, b)
             addrs.append(ad)
             kinds.append(kd)
+            if split:
+                privs.append(fp.private[v][a:b])
             j += 1
         if len(addrs) == 1:
             addr, kind = addrs[0], kinds[0]
         else:
             addr, kind = np.concatenate(addrs), np.concatenate(kinds)
-        copy = g // self.n
-        if copy and self.fp.data and len(addr):
-            addr = addr + np.where(kind != 0, DATA_COPY_STRIDE * np.uint64(copy), np.uint64(0))
+        if copy and fp.data and len(addr):
+            moves = kind != 0
+            if split:
+                moves &= privs[0] if len(privs) == 1 else np.concatenate(privs)
+            addr = addr + np.where(moves, DATA_COPY_STRIDE * np.uint64(copy), np.uint64(0))
         return addr, kind
 
     def start_chunk(self, c: int, g: int, extra_cycles: float = 0.0,
@@ -652,19 +741,25 @@ class Engine:
                     self.heat[w.type_id[i], bloom_bit(pf, self.heat_bits)] = True
         base = n * self.cpi[c]
         cycles = base + stall + extra_cycles
-        dur = cycles / self.freq[c]
+        # the policy's own routine runs first; Algorithm 1 stops the statistics around
+        # TMigrate, so its cycles are no item's, no type's and no thread's
+        charged = float(self.core_charge[c])
+        if charged:
+            self.s_charged[c] += charged
+            self.core_charge[c] = 0.0
+        dur = (cycles + charged) / self.freq[c]
         self.s_insns[c] += n
         self.s_base[c] += base
         self.s_stall[c] += stall
         self.s_busy[c] += dur
-        self.s_dyn[c] += cycles * self.cap_v2[c]
+        self.s_dyn[c] += (cycles + charged) * self.cap_v2[c]
         self.s_type_insns[w.type_id[i]] += n
         self.s_type_cycles[w.type_id[i]] += cycles
         t = int(w.task[i])
         if t >= 0:
             tg = (g // self.n) * w.ntasks + t
             self.s_task_insns[tg] += n
-            self.task_time[tg] += dur
+            self.task_time[tg] += cycles / self.freq[c]
             self.task_cycles[tg] += cycles
             self.task_llc_misses[tg] += llc_misses
         self.item_cycles[g] += cycles
@@ -680,6 +775,7 @@ class Engine:
     def dispatch(self, c: int) -> None:
         """Core ``c`` is free: start its next item, or go idle."""
         pol = self.policy
+        self.core_looked[c] = self.now
         if self.incoming[c]:
             self._run_moved(c, self.incoming[c].pop(0))
             return
@@ -694,6 +790,7 @@ class Engine:
                 return
             self.ready_t[g] = self.now
             q.append(wk)
+            self._poke_idle()
         if not q:
             pol.steal(c)
         idx = pol.pick_next(c) if q else None
@@ -707,6 +804,7 @@ class Engine:
             p, self.core_paused[c] = self.core_paused[c], -1
             self.ready_t[p] = self.now
             q.append(self.work(p))
+            self._poke_idle()
         extra = 0.0
         if wk.is_async:
             # from its arrival to its first start; a bottom half resumed after an interrupt
@@ -723,8 +821,10 @@ class Engine:
             self.s_wait += self.now - self.ready_t[g]
             if self.core_task[c] != wk.task:
                 self.s_switches[c] += 1
-                self.s_switch[c] += self.cfg.switch_cycles
-                extra += self.cfg.switch_cycles
+                sw = (self._switch_path(c) if self.cfg.switch_cycles is None
+                      else self.cfg.switch_cycles)
+                self.s_switch[c] += sw
+                extra += sw
                 self.core_task[c] = wk.task
             last = int(self.task_core[wk.task])
             if last >= 0 and last != c:
@@ -780,6 +880,7 @@ class Engine:
                     self.core_item[c] = -1
                     self.ready_t[g] = self.now
                     q.append(wk)
+                    self._poke_idle()
                 elif not wk.is_async and self.core_paused[c] < 0 and self._async_preempts(c):
                     # interrupted, not preempted: it resumes after the handlers (dispatch)
                     self.core_item[c] = -1
@@ -826,7 +927,7 @@ class Engine:
                 return
             if len(q) == 1:
                 keep = self.policy.pick_next(c) == 0
-            elif getattr(self.policy, "pick_at_boundaries", False):
+            elif self.policy.pick_at_boundaries:
                 keep = False
             else:
                 wk = q.pop()
@@ -849,9 +950,9 @@ class Engine:
         there, and the policy lets interrupts preempt (a running bottom half pauses only for a
         hardware interrupt, see the module)."""
         pol = self.policy
-        if not getattr(pol, "preempt_for_interrupts", True):
+        if not pol.preempt_for_interrupts:
             return False
-        bh = (getattr(pol, "preempt_for_bottom_halves", True) if bottom_halves is None
+        bh = (pol.preempt_for_bottom_halves if bottom_halves is None
               else bottom_halves)
         return any(x.is_async and (bh or x.category == _INTERRUPT) for x in self.queues[c])
 
@@ -871,9 +972,16 @@ class Engine:
              + ((w.kind == THREAD_ITEM) & (w.begins != FIRST)))
         self.pending[:] = np.tile(p, self.K)
         rel = np.flatnonzero(w.release > 0)
+        first = np.flatnonzero(p == 0)
         for copy in range(self.K):
+            late = float(self.phase[copy])
             for i in rel.tolist():
-                self.push(float(w.release[i]), _EV_RELEASE, copy * self.n + i)
+                self.push(float(w.release[i]) + late, _EV_RELEASE, copy * self.n + i)
+            if late > 0:
+                # a copy that starts late: its first items are released at its offset
+                for i in first.tolist():
+                    self.pending[copy * self.n + i] += 1
+                    self.push(late, _EV_RELEASE, copy * self.n + i)
         self.policy.attach(SimView(self))
         for g in np.flatnonzero(self.pending == 0).tolist():
             self.ready(g, -1)
@@ -891,8 +999,11 @@ class Engine:
         if self.tick_s > 0:
             self.push(self.tick_s, _EV_TICK, 0)
             self.periodic += 1
+        if self.cfg.idle_retry:
+            self.push(1.0 / self.cfg.tick_hz, _EV_IDLE_TICK, 1)
+            self.periodic += 1
         while self.done_items < total:
-            # only the epoch (and tick) events left and no core running: nothing can happen
+            # only the periodic events left and no core running: nothing can happen
             if not self.heap or (len(self.heap) == self.periodic
                                  and not any(x >= 0 for x in self.core_item)):
                 if not self._break_deadlock():
@@ -900,11 +1011,18 @@ class Engine:
                                        "left and nothing ready")
                 continue
             t, _, kind, a = heapq.heappop(self.heap)
-            self.now = max(self.now, t)
+            if t > self.now:
+                self._advance(t)
+                self.now = t
             if kind == _EV_CORE:
                 self.core_event(a)
             elif kind == _EV_RELEASE:
                 self.satisfy(a)
+            elif kind == _EV_POKE:
+                self._poked(a)
+            elif kind == _EV_IDLE_TICK:
+                self._idle_tick()
+                self.push((a + 1) / self.cfg.tick_hz, _EV_IDLE_TICK, a + 1)
             elif kind == _EV_TICK:
                 nxt = self.policy.tick()
                 nxt = self.tick_s if nxt is None else float(nxt)
@@ -984,7 +1102,7 @@ class RunResult:
 
 def simulate(workload: Workload, footprint: Footprint, policy, config: SandboxConfig,
              app_event_items: np.ndarray | None = None, on_epoch=None,
-             progress=None) -> RunResult:
+             progress=None, switch_path=None) -> RunResult:
     """Replay ``workload`` under ``policy`` on ``config``'s machine.
 
     Parameters
@@ -1001,8 +1119,11 @@ def simulate(workload: Workload, footprint: Footprint, policy, config: SandboxCo
         ``on_epoch(epoch, stats)`` after every epoch.
     progress : callable, optional
         ``progress(done_items, total_items)`` after every epoch.
+    switch_path : TracedSwitch, optional
+        The trace's switch path (:func:`.switch_cost.traced_switch`), needed when
+        ``config.switch_cycles`` is None.
     """
-    eng = Engine(workload, footprint, policy, config, app_event_items)
+    eng = Engine(workload, footprint, policy, config, app_event_items, switch_path)
     epochs = eng.run(on_epoch, progress)
     total = epochs[0]
     for e in epochs[1:]:

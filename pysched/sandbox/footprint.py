@@ -38,6 +38,8 @@ class Footprint:
         Line size the accesses were cut with (the machine's L1i line).
     data : bool
         Whether loads and stores are included.
+    private : dict of int to numpy.ndarray of bool, optional
+        See the field.
     """
 
     line: int
@@ -45,6 +47,10 @@ class Footprint:
     icount: dict[int, np.ndarray]
     lines: dict[int, np.ndarray]
     kind: dict[int, np.ndarray | None]
+    #: Per vCPU, whether each access is a copy's own (True) or shared by the copies of the
+    #: workload (:func:`pysched.sandbox.kernel_data.copy_private`); None: every data access
+    #: is each copy's own.
+    private: dict[int, np.ndarray] | None = None
 
     @property
     def shift(self) -> int:
@@ -76,8 +82,9 @@ class Footprint:
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes + b.nbytes + (0 if c is None else c.nbytes) for a, b, c in
-                   zip(self.icount.values(), self.lines.values(), self.kind.values()))
+        own = 0 if self.private is None else sum(p.nbytes for p in self.private.values())
+        return own + sum(a.nbytes + b.nbytes + (0 if c is None else c.nbytes) for a, b, c in
+                         zip(self.icount.values(), self.lines.values(), self.kind.values()))
 
 
 def build_footprint(trace, vcpus: list[int], line: int = 64, data: bool | None = None,

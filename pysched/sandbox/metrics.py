@@ -45,7 +45,17 @@ class SandboxStats(Record):
     events : int
         Application events completed (see :mod:`pysched.sandbox.app_events`).
     cache : CacheStats
-        The hierarchy's counters (class = superFuncType id).
+        The hierarchy's counters (class = superFuncType id; the last class is the context-
+        switch path, :attr:`pysched.sandbox.engine.Engine.sched_class`).
+    switch_insns : numpy.ndarray of int64, shape (cores,)
+        Instructions of the traced switch path the cores ran (0 under a constant switch
+        cost; not in ``instructions``, which is the workload's).
+    charged_cycles : numpy.ndarray, shape (cores,)
+        Cycles of the policy's own routines (``SimView.charge``: SchedTask's TMigrate and
+        TAlloc), part of ``busy_s`` and ``policy_cycles``.
+    idle_no_work_s, idle_work_waiting_s : float
+        Idle core-seconds with nothing queued anywhere, and with an item queued on some
+        core (their sum is the idle core time).
     """
 
     elapsed_s: float
@@ -72,10 +82,22 @@ class SandboxStats(Record):
     bhs: int
     events: int
     cache: CacheStats
+    switch_insns: np.ndarray
+    charged_cycles: np.ndarray
+    idle_no_work_s: float
+    idle_work_waiting_s: float
 
     @property
     def cycles(self) -> np.ndarray:
-        return self.base_cycles + self.stall_cycles + self.switch_cycles + self.migration_cycles
+        return (self.base_cycles + self.stall_cycles + self.switch_cycles
+                + self.migration_cycles + self.charged_cycles)
+
+    def idle_shares(self) -> tuple[float, float]:
+        """``(idle_no_work, idle_work_waiting)`` as shares of core time."""
+        total = self.elapsed_s * len(self.busy_s)
+        if total <= 0:
+            return float("nan"), float("nan")
+        return self.idle_no_work_s / total, self.idle_work_waiting_s / total
 
     @property
     def idle_fraction(self) -> float:
@@ -141,11 +163,16 @@ def stats_row(s: SandboxStats, app_classes: np.ndarray) -> dict[str, float]:
     os_ = [k for k in range(ntypes) if k not in set(app)]
     rate = (lambda f, cls: f(cls=cls) if cls else float("nan"))
     busy = float(s.busy_s.sum())
+    cyc = float(s.cycles.sum())
+    share = (lambda x: float(x) / cyc if cyc > 0 else float("nan"))
+    none, waiting = s.idle_shares()
     return {
         "elapsed_s": float(s.elapsed_s),
         "instructions": int(s.instructions.sum()),
         "throughput": s.throughput,
         "idle_fraction": s.idle_fraction,
+        "idle_no_work": none,
+        "idle_work_waiting": waiting,
         "busy_s": busy,
         "cycles": float(s.cycles.sum()),
         "icache_app": rate(c.icache_hit_rate, app),
@@ -158,6 +185,11 @@ def stats_row(s: SandboxStats, app_classes: np.ndarray) -> dict[str, float]:
         "migration_cycles": float(s.migration_cycles.sum()),
         "switches": int(s.switches.sum()),
         "switch_cycles": float(s.switch_cycles.sum()),
+        "switch_insns": int(s.switch_insns.sum()),
+        "policy_cycles": float(s.charged_cycles.sum()),
+        "switch_share": share(s.switch_cycles.sum()),
+        "migration_share": share(s.migration_cycles.sum()),
+        "policy_share": share(s.charged_cycles.sum()),
         "steals": int(s.steals.sum()),
         "wait_mean_s": s.wait_s / s.waits if s.waits else float("nan"),
         "irq_latency_mean_s": s.irq_latency_s / s.irqs if s.irqs else float("nan"),

@@ -74,8 +74,9 @@ def run_point(point: Point) -> tuple[pd.DataFrame, pd.DataFrame]:
     """
     from pysched.evaluation.runner import evaluate
     t = cached_trace(point.trace)
+    config = {"epoch_s": point.epoch_ms / 1e3, "max_epochs": point.epochs, **dict(point.model)}
     epochs, runs = evaluate([t], [point.policy], [point.cores], [point.load],
-                            base=point.machine, config={"epoch_s": point.epoch_ms / 1e3},
+                            base=point.machine, config=config,
                             load_unit=point.load_unit, switch_cost=point.switch_cost)
     return _with_point(epochs, point), _with_point(runs, point)
 

@@ -44,14 +44,14 @@ from pysched.constants import LOAD_MACHINE, LOAD_UNITS
 from pysched.models.configio import ConfigError
 from pysched.models.machine import MachineConfig
 from pysched.policies import REGISTRY, get_policy
-from pysched.sandbox.switch_cost import FLAT, SWITCH_COSTS
+from pysched.sandbox.switch_cost import SWITCH_COSTS, TRACED
 
 from .geometry import LEVELS, base_machine
 
 #: Keys of a grid or point table, with their defaults (``None``: required or policy default).
 DIMENSIONS: dict[str, Any] = {"trace": None, "policy": None, "cores": 8, "load": 1,
                               "load_unit": LOAD_MACHINE, "l1i_kb": 32, "levels": 3,
-                              "heatmap_bits": None, "switch_cost": FLAT}
+                              "heatmap_bits": None, "switch_cost": TRACED}
 #: Keys of the ``[sweep]`` table.
 SWEEP_KEYS = ("epoch_ms", "machine")
 #: Bumped when a change would make an old result file wrong for the same point. 2: ``load``
@@ -63,8 +63,11 @@ SWEEP_KEYS = ("epoch_ms", "machine")
 #: preempts a running bottom half and is picked before queued bottom halves, and SchedTask
 #: routes device interrupts only (per-CPU vectors stay where they arrive); an interrupted thread
 #: resumes after the handlers instead of queueing behind other work. 6: before its first TAlloc
-#: SchedTask leaves device interrupts where they arrive (they all went to core 0).
-RESULT_VERSION = 6
+#: SchedTask leaves device interrupts where they arrive (they all went to core 0). 7: idle
+#: cores look for work (IPI and tick), the traced switch path is the default cost, copies
+#: share the kernel's data and start out of phase, SchedTask pays TMigrate and TAlloc; points
+#: carry the model's settings (``model``) and a window (``epochs``).
+RESULT_VERSION = 7
 
 
 class SweepSpecError(ValueError):
@@ -92,6 +95,13 @@ class Point:
         The one-core base machine (hierarchy with this point's i-cache and levels).
     switch_cost : str
         The switch-cost model (:data:`pysched.sandbox.switch_cost.SWITCH_COSTS`).
+    model : tuple of (str, value)
+        :class:`~pysched.sandbox.SandboxConfig` fields of the model's rules other than their
+        defaults (``os_migration_cycles``, ``idle_retry``, ``kernel_data``, ``copy_phase``,
+        ``ifetch_penalty``, ...), sorted by name: what an ablation changes.
+    epochs : int or None
+        Stop after this many epochs (a window, ``SandboxConfig.max_epochs``); None: the
+        whole replay.
     """
 
     trace: str
@@ -104,7 +114,9 @@ class Point:
     heatmap_bits: int | None
     epoch_ms: float
     machine: MachineConfig
-    switch_cost: str = FLAT
+    switch_cost: str = TRACED
+    model: tuple = ()
+    epochs: int | None = None
 
     @property
     def policy_name(self) -> str:
@@ -115,11 +127,12 @@ class Point:
         """A stable hash of everything that determines the run's result (names its file)."""
         data = {"v": RESULT_VERSION, "trace": self.trace, "policy": self.policy,
                 "cores": self.cores, "load": self.load, "load_unit": self.load_unit,
-                "epoch_ms": self.epoch_ms, "machine": dataclasses.asdict(self.machine)}
-        if self.switch_cost != FLAT:
-            # only then: a flat point keeps the key (and the stored result) it had before
-            # switch costs were a dimension, as its results are unchanged
-            data["switch_cost"] = self.switch_cost
+                "epoch_ms": self.epoch_ms, "machine": dataclasses.asdict(self.machine),
+                "switch_cost": self.switch_cost}
+        if self.model:
+            data["model"] = [[k, v] for k, v in self.model]
+        if self.epochs is not None:
+            data["epochs"] = self.epochs
         blob = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()[:20]
 
@@ -131,13 +144,17 @@ class Point:
                 "cores": self.cores, "load": self.load, "load_unit": self.load_unit,
                 "l1i_kb": self.l1i_kb,
                 "levels": self.levels, "epoch_ms": self.epoch_ms,
-                "switch_cost": self.switch_cost}
+                "switch_cost": self.switch_cost,
+                "model": ";".join(f"{k}={v}" for k, v in self.model),
+                "window_epochs": -1 if self.epochs is None else self.epochs}
 
     def label(self) -> str:
         return (f"{Path(self.trace).name} {self.policy} cores={self.cores} load={self.load} "
                 f"({self.load_unit}) "
                 f"l1i={self.l1i_kb}KB levels={self.levels}"
-                + ("" if self.switch_cost == FLAT else f" switch_cost={self.switch_cost}"))
+                f" switch_cost={self.switch_cost}"
+                + "".join(f" {k}={v}" for k, v in self.model)
+                + ("" if self.epochs is None else f" epochs={self.epochs}"))
 
 
 @dataclass(frozen=True)
@@ -189,6 +206,12 @@ def _split_policy(v: Any, where: str) -> tuple[str, dict[str, str]]:
     return name, params
 
 
+def canonical_policy(spec: str, where: str = "policy") -> tuple[str, int | None]:
+    """The canonical form of a policy spec ``name:key=value...`` (keys sorted, the heatmap
+    size made explicit) and its heatmap size (None: none); errors name ``where``."""
+    return _make_policy(*_split_policy(spec, where), where)
+
+
 def _make_policy(name: str, params: dict[str, str], where: str) -> tuple[str, int | None]:
     """The canonical spec and heatmap size; the policy is built once to validate it."""
     spec = ":".join([name, *(f"{k}={params[k]}" for k in sorted(params))])
@@ -196,7 +219,7 @@ def _make_policy(name: str, params: dict[str, str], where: str) -> tuple[str, in
         pol = get_policy(spec)
     except ValueError as e:
         raise SweepSpecError(f"{where}: {e}") from None
-    bits = getattr(pol, "heatmap_bits", None)
+    bits = pol.heatmap_bits or None  # 0: the policy collects no Page-heatmap
     if bits is not None and "heatmap_bits" not in params:
         # the default made explicit, so "schedtask" and "schedtask:heatmap_bits=512" are one
         return _make_policy(name, {**params, "heatmap_bits": str(bits)}, where)
@@ -204,7 +227,7 @@ def _make_policy(name: str, params: dict[str, str], where: str) -> tuple[str, in
 
 
 def _has_heatmap(name: str) -> bool:
-    return getattr(get_policy(name), "heatmap_bits", None) is not None
+    return bool(get_policy(name).heatmap_bits)
 
 
 def _values(table: dict, key: str, where: str, single: bool) -> list:

@@ -17,16 +17,20 @@ from ..stats import CacheStats, Record
 from .config import CoreConfig
 
 
-def stall_table(hierarchy: HierarchyConfig, core: CoreConfig) -> np.ndarray:
+def stall_table(hierarchy: HierarchyConfig, core: CoreConfig,
+                ifetch_full: bool = False) -> np.ndarray:
     """Stall cycles per access by kind and serving level, shape (3, 4) of float64.
 
     Row ``kind`` (0 fetch, 1 load, 2 store), column ``level`` (0 L1 .. 3 memory).
+    ``ifetch_full``: a fetch served beyond the L1 stalls for its level's full latency instead
+    of the difference to the L1's (an upper bound: a sequential fetch overlaps part of it).
     """
     out = np.zeros((3, 4))
     for kind, l1 in ((IFETCH, hierarchy.l1i), (LOAD, hierarchy.l1d), (STORE, hierarchy.l1d)):
         lat = np.array([l1.latency, hierarchy.l2.latency, hierarchy.l3.latency,
                         hierarchy.memory_latency], dtype=np.float64)
-        extra = np.maximum(lat - l1.latency, 0.0)
+        extra = lat.copy() if (kind == IFETCH and ifetch_full) else \
+            np.maximum(lat - l1.latency, 0.0)
         extra[0] = 0.0
         if kind != IFETCH:
             extra *= 1.0 - core.data_miss_hidden

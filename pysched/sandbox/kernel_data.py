@@ -1,0 +1,100 @@
+"""Which data accesses of a workload each copy has of its own, and which the copies share.
+
+The sandbox replays ``load = K`` copies of a workload on one simulated machine: K instances of
+the traced programs on one kernel (:mod:`.engine`, Load). An instance's own data is in frames
+of its own; the kernel's image data, per-CPU areas and global structures exist once. The trace
+does not label frames, so this module tells them apart by who touched them in the trace
+(``mem`` table accesses, attributed to the work item whose instructions made them):
+
+* an access made by application code (a user-mode item) is the copy's own, and so is every
+  access to a frame that application code touched (a user buffer the kernel copies to or
+  from);
+* a frame that kernel code touched on behalf of exactly one thread (that thread's system
+  calls and kernel work; interrupts and bottom halves may touch it too) is that thread's:
+  its kernel stack, its sockets and their buffers, the page-cache pages only it read. Each
+  copy has its own;
+* every other frame -- touched by the kernel for several threads, or only by interrupts and
+  bottom halves -- is the kernel's, shared by every copy: global structures, per-CPU areas
+  (each touched by every thread that ran on that CPU), the kernel image's data.
+
+Approximations, written here where they are made: frames, not lines or objects (a slab page
+that holds one thread's object and a global one is classed by all of them: shared); the
+trace's window decides (a global structure touched by one thread only while the trace ran
+counts as that thread's, so copies share a little less than they would; an object shared by
+two threads of the workload, a pipe between them, is classed shared, so copies share a little
+more); a thread's identity is the trace's (the kernel threads of one copy, kworkers, count as
+threads of their own).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from pysched.superfunctions.functype import Category
+
+from .footprint import Footprint
+from .workload import Workload
+
+_PAGE_SHIFT = 12
+
+
+def copy_private(workload: Workload, footprint: Footprint) -> dict[int, np.ndarray] | None:
+    """Per vCPU, a bool per access of ``footprint``: whether a copy's instance of it is the
+    copy's own (True) or shared by every copy (False; always False for fetches).
+
+    Returns None when the footprint has no data accesses.
+    """
+    if not footprint.data:
+        return None
+    w = workload
+    nruns = np.diff(w.run_ptr)
+    run_item = np.repeat(np.arange(len(w), dtype=np.int64), nruns)
+    user_item = np.asarray(w.category) == int(Category.APPLICATION)
+    fshift = np.uint64(max(_PAGE_SHIFT - footprint.shift, 0))
+    per_v = {}
+    for v, kinds in footprint.kind.items():
+        if kinds is None:
+            continue
+        data = np.flatnonzero(kinds != 0)
+        ic = footprint.icount[v][data].astype(np.int64)
+        m = np.flatnonzero(np.asarray(w.run_vcpu) == v)
+        order = np.argsort(w.run_start[m], kind="stable")
+        m = m[order]
+        starts, stops = w.run_start[m], w.run_stop[m]
+        j = np.searchsorted(starts, ic, side="right") - 1
+        ok = (j >= 0) & (ic < stops[np.maximum(j, 0)])
+        item = np.where(ok, run_item[m[np.maximum(j, 0)]], -1)
+        frame = footprint.lines[v][data].astype(np.uint64) >> fshift
+        per_v[v] = (data, item, frame)
+    if not per_v:
+        return None
+    # frames application code touched, and the threads whose kernel work touched each frame
+    user_frames, pairs = [], []
+    for data, item, frame in per_v.values():
+        known = item >= 0
+        u = known & user_item[np.maximum(item, 0)]
+        user_frames.append(frame[u])
+        task = np.asarray(w.task)[np.maximum(item, 0)]
+        k = known & ~u & (task >= 0)
+        pairs.append(np.stack([frame[k], task[k].astype(np.uint64)], axis=1))
+    user_frames = np.unique(np.concatenate(user_frames))
+    pairs = np.unique(np.concatenate(pairs), axis=0) if pairs else np.zeros((0, 2), np.uint64)
+    frames, nthreads = np.unique(pairs[:, 0], return_counts=True)
+    one_thread = frames[nthreads == 1]
+    out = {}
+    for v, (data, item, frame) in per_v.items():
+        known = item >= 0
+        own = known & (user_item[np.maximum(item, 0)] | np.isin(frame, user_frames)
+                       | np.isin(frame, one_thread))
+        mask = np.zeros(len(footprint.kind[v]), dtype=bool)
+        mask[data[own]] = True
+        out[v] = mask
+    return out
+
+
+def shared_share(footprint: Footprint) -> float:
+    """Share of the footprint's data accesses that the copies share (NaN without data)."""
+    if not footprint.data or footprint.private is None:
+        return float("nan")
+    data = sum(int(np.count_nonzero(k != 0)) for k in footprint.kind.values() if k is not None)
+    own = sum(int(np.count_nonzero(p)) for p in footprint.private.values())
+    return 1.0 - own / data if data else float("nan")

@@ -1,0 +1,281 @@
+"""An ablation of the sandbox's model: what decides a policy's result against a baseline.
+
+Each **factor** is a rule of the model with its settings; the first setting is the default
+(:data:`FACTORS`). The study runs the policy and the baseline on every trace at
+
+* ``defaults``: every factor at its default (a plain ``pysched evaluate`` with the same
+  cores, load and window);
+* each factor changed alone from the defaults, to each of its other settings;
+* ``paper``: every assumption the policy's paper states (:attr:`Policy.paper_model
+  <pysched.policies.base.Policy.paper_model>`), the rest at the defaults;
+
+and reports, per (trace, factor, setting), the policy's gain over the baseline (events per
+second where the workload defines events, else instruction throughput), both idle shares,
+the switch and migration cycle shares and the i-cache hit rates of each. The policy's own
+parameters are factors too (``--factor schedtask:steal=same,any``: the first setting given is
+the one the defaults use).
+
+The runs are points of the sweep machinery (:mod:`pysched.sweep`): on Dask, stored as they
+finish under ``OUT/points``, so a re-run resumes.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pysched.constants import LOAD_MACHINE
+from pysched.policies import REGISTRY, get_policy
+from pysched.sandbox.switch_cost import SWITCH_COSTS
+
+
+@dataclass(frozen=True)
+class Factor:
+    """A rule of the model and its settings (the first is the default).
+
+    Attributes
+    ----------
+    name : str
+    settings : tuple of str
+    what : str
+        One line for the report.
+    """
+
+    name: str
+    settings: tuple[str, ...]
+    what: str
+
+    def config(self, setting: str) -> dict[str, Any]:
+        """What ``setting`` sets: ``switch_cost`` or :class:`SandboxConfig` fields."""
+        if self.name == "switch_cost":
+            return {"switch_cost": setting}
+        if self.name == "move_cost":
+            return {"os_migration_cycles": int(setting)}
+        if self.name == "idle_retry":
+            return {"idle_retry": setting == "on"}
+        return {self.name: setting}
+
+
+#: The model's factors; the first setting is the default.
+FACTORS: dict[str, Factor] = {f.name: f for f in (
+    Factor("switch_cost", SWITCH_COSTS, "context switch: the traced path through the caches, "
+           "seed 001's 1,000 cycles, or nothing"),
+    Factor("move_cost", ("0", "1000"), "extra cycles of an OS move of a thread to another core"),
+    Factor("idle_retry", ("on", "off"), "idle cores look for work (IPI, tick) or only when "
+           "work is queued on them"),
+    Factor("kernel_data", ("shared", "per-copy"), "copies share the kernel's data, or each "
+           "has all of its data"),
+    Factor("copy_phase", ("offset", "in-phase"), "copies start at seeded offsets or together"),
+    Factor("ifetch_penalty", ("difference", "full"), "a fetch beyond the L1 stalls for the "
+           "latency difference to the L1, or the full latency"),
+)}
+
+
+class AblationError(ValueError):
+    """A bad factor, setting or policy parameter (the message names it and the choices)."""
+
+
+def policy_factor(spec: str, policy: str, baseline: str) -> Factor:
+    """A policy parameter as a factor: ``NAME:param=v1,v2,...`` (``NAME`` is the policy's or
+    the baseline's registry name; ``v1`` is the default setting)."""
+    name, sep, rest = spec.partition(":")
+    param, eq, values = rest.partition("=")
+    settings = tuple(v.strip() for v in values.split(",") if v.strip())
+    if not (sep and eq and param.strip() and settings):
+        raise AblationError(f"--factor {spec!r}: a policy factor is NAME:param=v1,v2 (e.g. "
+                            f"schedtask:steal=same,any)")
+    names = {policy.partition(":")[0], baseline.partition(":")[0]}
+    if name not in names:
+        raise AblationError(f"--factor {spec!r}: {name!r} is neither the policy nor the "
+                            f"baseline ({', '.join(sorted(names))})")
+    cls = REGISTRY[name]
+    params = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    if param.strip() not in params:
+        raise AblationError(f"--factor {spec!r}: policy {name!r} has no parameter "
+                            f"{param.strip()!r}; its parameters: {', '.join(params) or 'none'}")
+    for v in settings:
+        try:
+            get_policy(f"{name}:{param.strip()}={v}")
+        except ValueError as e:
+            raise AblationError(f"--factor {spec!r}: {e}") from None
+    return Factor(f"{name}:{param.strip()}", settings, f"{name}'s parameter {param.strip()}")
+
+
+def parse_factor(spec: str, policy: str, baseline: str) -> Factor:
+    """A ``--factor``: a model factor restricted to some settings (``idle_retry=on,off``) or
+    a policy parameter (:func:`policy_factor`)."""
+    if ":" in spec.partition("=")[0]:
+        return policy_factor(spec, policy, baseline)
+    name, eq, values = spec.partition("=")
+    f = FACTORS.get(name.strip())
+    if f is None:
+        raise AblationError(f"--factor {spec!r}: unknown factor {name.strip()!r}; factors: "
+                            f"{', '.join(FACTORS)}, or POLICY:param=v1,v2")
+    if not eq:
+        return f
+    settings = tuple(v.strip() for v in values.split(",") if v.strip())
+    bad = [v for v in settings if v not in f.settings]
+    if bad or not settings:
+        raise AblationError(f"--factor {spec!r}: {f.name} has settings "
+                            f"{', '.join(f.settings)}; got {', '.join(bad) or 'none'}")
+    # the default stays first: every other setting is a change from it
+    return Factor(f.name, (f.settings[0],) + tuple(v for v in settings if v != f.settings[0]),
+                  f.what)
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One configuration of the study: a label and the factor settings it changes."""
+
+    factor: str
+    setting: str
+    changes: tuple[tuple[str, str], ...]
+
+
+def configurations(factors: Sequence[Factor], paper: dict[str, str]) -> list[Configuration]:
+    """``defaults``, each factor's other settings alone, and ``paper`` (when it changes
+    anything the factors cover; see the module)."""
+    out = [Configuration("defaults", "-", ())]
+    for f in factors:
+        out += [Configuration(f.name, s, ((f.name, s),)) for s in f.settings[1:]]
+    known = {f.name: f for f in factors}
+    changes = tuple(sorted((k, v) for k, v in paper.items()
+                           if k in known and v != known[k].settings[0]))
+    out.append(Configuration("paper", ",".join(f"{k}={v}" for k, v in changes) or "-",
+                             changes))
+    return out
+
+
+def _policy_spec(base: str, changes: dict[str, str]) -> str:
+    """``base`` with the policy-parameter changes that name it."""
+    name = base.partition(":")[0]
+    extra = [f"{k.partition(':')[2]}={v}" for k, v in changes.items()
+             if k.partition(":")[0] == name and ":" in k]
+    return ":".join([base, *extra]) if extra else base
+
+
+def points(traces: Sequence[str], policy: str, baseline: str, cores: int, load: int,
+           epochs: int | None, factors: Sequence[Factor], epoch_ms: float = 3.0,
+           machine=None) -> tuple[list[Configuration], dict[tuple, Any]]:
+    """The study's configurations and its sweep points, keyed by (trace, configuration index,
+    "policy" or "baseline")."""
+    from pysched.sweep.spec import Point, canonical_policy
+    from pysched.sweep.geometry import base_machine
+    cls = REGISTRY[policy.partition(":")[0]]
+    confs = configurations(factors, dict(cls.paper_model))
+    m = machine if machine is not None else base_machine(32, 3)
+    defaults = {f.name: f.settings[0] for f in factors}
+    out = {}
+    for t in traces:
+        for i, conf in enumerate(confs):
+            settings = {**defaults, **dict(conf.changes)}
+            cfg: dict[str, Any] = {}
+            for f in factors:
+                if ":" not in f.name:
+                    cfg.update(f.config(settings[f.name]))
+            switch = cfg.pop("switch_cost", SWITCH_COSTS[0])
+            model = tuple(sorted(cfg.items()))
+            for role, spec in (("policy", policy), ("baseline", baseline)):
+                p, bits = canonical_policy(_policy_spec(spec, settings), f"--{role}")
+                out[(t, i, role)] = Point(str(Path(t).resolve()), p, cores, load,
+                                          LOAD_MACHINE, 32, 3, bits, epoch_ms, m, switch,
+                                          model, epochs)
+    return confs, out
+
+
+def table(confs: Sequence[Configuration], pts: dict[tuple, Any], runs: pd.DataFrame
+          ) -> pd.DataFrame:
+    """``ablation.csv``: one row per (trace, factor, setting) from the points' run rows."""
+    by_key = runs.set_index("point")
+    rows = []
+    for (t, i, role), p in pts.items():
+        if role != "policy":
+            continue
+        b = pts[(t, i, "baseline")]
+        if p.key not in by_key.index or b.key not in by_key.index:
+            continue
+        x, y = by_key.loc[p.key], by_key.loc[b.key]
+        perf = (lambda r: r["events_per_s"] if bool(r["has_events"]) else r["throughput"])
+        row = {"trace": Path(t).name, "factor": confs[i].factor, "setting": confs[i].setting,
+               "policy": p.policy, "baseline": b.policy,
+               "measure": "events/s" if bool(x["has_events"]) else "instructions/s",
+               "gain": perf(x) / perf(y) - 1 if perf(y) > 0 else np.nan}
+        for tag, r in (("policy", x), ("baseline", y)):
+            row[f"{tag}_events_per_s"] = r["events_per_s"]
+            row[f"{tag}_throughput"] = r["throughput"]
+            row[f"{tag}_idle_no_work"] = r["idle_no_work"]
+            row[f"{tag}_idle_work_waiting"] = r["idle_work_waiting"]
+            row[f"{tag}_switch_share"] = r["switch_share"]
+            row[f"{tag}_migration_share"] = r["migration_share"]
+            row[f"{tag}_icache_app"] = r["icache_app"]
+            row[f"{tag}_icache_os"] = r["icache_os"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _pct(x: float, sign: bool = False) -> str:
+    if x is None or not np.isfinite(x):
+        return "-"
+    return f"{100 * x:+.1f} %" if sign else f"{100 * x:.1f}"
+
+
+def markdown(df: pd.DataFrame, factors: Sequence[Factor], policy: str, baseline: str,
+             cores: int, load: int, epochs: int | None, paper: dict[str, str]) -> str:
+    """``ablation.md``: the verdict first (which factor moves the gain most), then per trace
+    the table of every configuration."""
+    window = "the whole replay" if epochs is None else f"a window of {epochs} epochs"
+    lines = [f"# Ablation: {policy} against {baseline}", "",
+             f"{cores} cores, load {load}X, {window}. Gain: the policy's performance over the "
+             f"baseline's (events per second where the workload defines events, else "
+             f"instructions per second), each configuration run for both.", ""]
+    if df.empty:
+        return "\n".join(lines + ["No finished run.", ""])
+    # geometric mean over the traces of (1 + gain), per configuration
+    g = (df.assign(lg=np.log1p(df["gain"]))
+         .groupby(["factor", "setting"], sort=False)["lg"].mean().map(np.expm1))
+    base = float(g.get(("defaults", "-"), np.nan))
+    moved = (g - base).drop(("defaults", "-"), errors="ignore").drop("paper", level=0,
+                                                                     errors="ignore")
+    lines += [f"Gain at the defaults (geometric mean over {df['trace'].nunique()} traces): "
+              f"{_pct(base, True)}."]
+    if len(moved):
+        (f, s), d = max(moved.items(), key=lambda kv: abs(kv[1]) if np.isfinite(kv[1]) else -1)
+        lines += [f"The factor that moves it most: {f} = {s} ({_pct(g[(f, s)], True)}, "
+                  f"{d * 100:+.1f} points)."]
+    pap = [(k, v) for k, v in g.items() if k[0] == "paper"]
+    if pap:
+        (_, s), v = pap[0]
+        lines += [f"With the paper's stated assumptions ({s if s != '-' else 'the defaults'}):"
+                  f" {_pct(v, True)}."]
+    lines += ["", "| factor | setting | gain (geo. mean) |", "|---|---|---|"]
+    lines += [f"| {f} | {s} | {_pct(v, True)} |" for (f, s), v in g.items()]
+    lines += ["", "Factors (the first setting is the default):", ""]
+    lines += [f"- **{f.name}** ({', '.join(f.settings)}): {f.what}" for f in factors]
+    if paper:
+        lines += [f"- **paper**: {', '.join(f'{k}={v}' for k, v in paper.items())}"]
+    lines.append("")
+    for t, d in df.groupby("trace", sort=False):
+        lines += [f"## {t}", "",
+                  "| factor | setting | gain | idle: nothing queued (P / B) | idle: work "
+                  "queued (P / B) | switch cycles % (P / B) | migration cycles % (P / B) | "
+                  "i$ app (P / B) | i$ OS (P / B) |", "|" + "---|" * 9]
+        for x in d.itertuples():
+            pair = (lambda a, b: f"{_pct(a)} / {_pct(b)}")
+            lines.append(
+                f"| {x.factor} | {x.setting} | {_pct(x.gain, True)} | "
+                f"{pair(x.policy_idle_no_work, x.baseline_idle_no_work)} | "
+                f"{pair(x.policy_idle_work_waiting, x.baseline_idle_work_waiting)} | "
+                f"{pair(x.policy_switch_share, x.baseline_switch_share)} | "
+                f"{pair(x.policy_migration_share, x.baseline_migration_share)} | "
+                f"{pair(x.policy_icache_app, x.baseline_icache_app)} | "
+                f"{pair(x.policy_icache_os, x.baseline_icache_os)} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+__all__ = ["AblationError", "Configuration", "FACTORS", "Factor", "configurations",
+           "markdown", "parse_factor", "points", "table"]

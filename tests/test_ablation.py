@@ -1,0 +1,92 @@
+"""``pysched ablate`` (pysched.studies.ablation): factors, configurations, the defaults row
+against a plain evaluation, and bad input named before any replay."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pysched.cli import main
+from pysched.studies.ablation import (FACTORS, AblationError, configurations, parse_factor,
+                                      points)
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def test_factors_parse_with_their_default_first():
+    f = parse_factor("switch_cost=zero,traced", "schedtask", "linux")
+    assert f.settings == ("traced", "zero")
+    p = parse_factor("schedtask:steal=same,any", "schedtask", "linux")
+    assert (p.name, p.settings) == ("schedtask:steal", ("same", "any"))
+    assert parse_factor("idle_retry", "schedtask", "linux") is FACTORS["idle_retry"]
+
+
+@pytest.mark.parametrize("spec, msg", [
+    ("idle=on", "unknown factor 'idle'; factors: switch_cost"),
+    ("switch_cost=free", "switch_cost has settings traced, flat, zero; got free"),
+    ("schedtask:steals=same", "policy 'schedtask' has no parameter 'steals'"),
+    ("schedtask:steal=same,most", "steal must be one of same, any"),
+    ("hrrs:quantum_ms=1,4", "'hrrs' is neither the policy nor the baseline"),
+    ("schedtask:steal", "a policy factor is NAME:param=v1,v2"),
+])
+def test_bad_factors_are_named_with_the_choices(spec, msg):
+    with pytest.raises(AblationError, match=msg):
+        parse_factor(spec, "schedtask", "linux")
+
+
+def test_configurations_change_one_factor_at_a_time():
+    factors = [FACTORS["switch_cost"], FACTORS["idle_retry"],
+               parse_factor("schedtask:steal=same,any", "schedtask", "linux")]
+    confs = configurations(factors, {"switch_cost": "flat", "kernel_data": "shared"})
+    assert [(c.factor, c.setting) for c in confs] == [
+        ("defaults", "-"), ("switch_cost", "flat"), ("switch_cost", "zero"),
+        ("idle_retry", "off"), ("schedtask:steal", "any"), ("paper", "switch_cost=flat")]
+    assert confs[-1].changes == (("switch_cost", "flat"),)
+
+
+def test_the_defaults_row_is_a_plain_evaluation():
+    from pysched.evaluation import evaluate
+    from pysched.sweep.run import cached_trace, run_point
+    trace = str(DATA / "iscp")
+    factors = list(FACTORS.values())
+    confs, pts = points([trace], "schedtask", "linux", 2, 1, 1, factors)
+    point = pts[(trace, 0, "policy")]
+    _, runs = run_point(point)
+    # the point's canonical spec is schedtask's defaults made explicit (heatmap_bits=512)
+    _, plain = evaluate([cached_trace(point.trace)], [point.policy], [2], [1],
+                        config={"max_epochs": 1})
+    cols = [c for c in plain.columns if c not in ("wall_s", "trace")]
+    pd.testing.assert_frame_equal(runs[cols].reset_index(drop=True),
+                                  plain[cols].reset_index(drop=True), check_dtype=False)
+    # each factor's runs differ from the defaults only in what that factor sets
+    flat = pts[(trace, [c.setting for c in confs].index("flat"), "policy")]
+    assert flat.switch_cost == "flat" and dict(flat.model)["os_migration_cycles"] == 0
+
+
+def test_ablate_refuses_bad_input_before_any_replay(tmp_path, capsys):
+    out = tmp_path / "abl"
+    assert main(["ablate", str(DATA / "iscp"), "--policy", "schedtask", "--factor",
+                 "kernel=shared", "--out", str(out)]) == 2
+    assert "unknown factor 'kernel'" in capsys.readouterr().err
+    assert main(["ablate", str(DATA / "iscp"), "--policy", "schedtask:bits=3",
+                 "--out", str(out)]) == 2
+    assert "--policy" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_ablate_writes_its_tables_and_resumes(tmp_path, capsys):
+    out = tmp_path / "abl"
+    args = ["ablate", str(DATA / "iscp"), "--policy", "schedtask", "--baseline", "linux",
+            "--cores", "2", "--load", "1", "--epochs", "1", "--workers", "1",
+            "--factor", "schedtask:steal=same,any", "--out", str(out)]
+    assert main(args) == 0
+    df = pd.read_csv(out / "ablation.csv")
+    assert set(df["factor"]) == {"defaults", "paper", "schedtask:steal", *FACTORS}
+    assert {"gain", "policy_idle_no_work", "baseline_idle_work_waiting",
+            "policy_switch_share", "baseline_icache_os"} <= set(df.columns)
+    text = (out / "ablation.md").read_text()
+    assert text.startswith("# Ablation: schedtask against linux")
+    capsys.readouterr()
+    assert main(args) == 0  # a re-run resumes: nothing left to run
+    assert "0 to run" in capsys.readouterr().err
