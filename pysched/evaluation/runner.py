@@ -28,6 +28,7 @@ from pysched.sandbox.metrics import stats_row
 from pysched.sandbox.switch_cost import FLAT, SWITCH_COSTS, sandbox_costs, traced_switch
 from pysched.superfunctions.functype import Category
 from pysched.trace import Trace
+from pysched.trace.clock import last_interrupt_s
 
 
 @dataclass
@@ -65,7 +66,6 @@ def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | 
     say(f"{path}: {len(w)} items of {w.ntasks} threads ({w.dependencies}); reading accesses")
     fp = build_footprint(trace, w.vcpus, line=line)
     app = np.flatnonzero(w.type_category == int(Category.APPLICATION))
-    from .paper import last_interrupt_s
     # the trace's switch path per switch, for the 'traced' switch cost (None: no switches
     # table, only the flat cost applies)
     switch = traced_switch(seg, trace) if trace.parts("switches") else None
