@@ -288,7 +288,8 @@ def test_bad_epochs_is_named(tmp_path):
 
 
 def test_arrival_bound_traces_are_named():
-    from pysched.evaluation.paper import arrival_bound, comparison_markdown, last_interrupt_s
+    from pysched.evaluation.paper import arrival_bound, comparison_markdown
+    from pysched.trace.clock import last_interrupt_s
     runs = _runs({"schedtask": {"apache": 0.0, "find": -0.1}})
     runs["last_irq_s"] = np.where(runs["trace"] == "find", 0.00999, 0.005)
     assert arrival_bound(runs) == ["find"]  # linux's 10 ms run ends with find's last arrival

@@ -5,39 +5,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from pysched._argtypes import int_list as _int_list
+from pysched._argtypes import positive_float as _positive_float
+from pysched._argtypes import positive_int as _positive_int
 from pysched.constants import LOAD_COPIES, LOAD_MACHINE, LOAD_UNITS
 from pysched.sandbox.switch_cost import SWITCH_COSTS, TRACED
-
-
-def _int_list(name: str):
-    def parse(text: str) -> list[int]:
-        try:
-            vals = [int(x) for x in text.split(",") if x.strip()]
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name}: expected integers separated by commas, "
-                                             f"got {text!r}") from None
-        if not vals:
-            raise argparse.ArgumentTypeError(f"{name}: no value given")
-        return vals
-    return parse
-
-
-def _positive_float(text: str) -> float:
-    import math
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
-    return v
-
-
-def _positive_int(text: str) -> int:
-    v = _positive_float(text)
-    if v != int(v):
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(v)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

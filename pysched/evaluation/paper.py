@@ -188,18 +188,6 @@ DIFFERENCES: tuple[str, ...] = (
 )
 
 
-def last_interrupt_s(trace) -> float:
-    """When the trace's last interrupt arrives, in seconds of the sandbox's trace clock
-    (instruction counter / (CLOCK_HZ * IPC), :mod:`pysched.sandbox.workload`); 0 without
-    interrupts. The replay cannot end before it: interrupts arrive at their traced times."""
-    from pysched.constants import CLOCK_HZ, IPC
-    from pysched.trace import open_trace
-    tr = open_trace(trace) if not hasattr(trace, "num_rows") else trace
-    if not tr.num_rows("interrupts"):
-        return 0.0
-    return float(tr.table("interrupts").column("icount").to_numpy().max()) / (CLOCK_HZ * IPC)
-
-
 def arrival_bound(r: pd.DataFrame, baseline: str = "linux", tol: float = 0.01) -> list[str]:
     """Traces whose ``baseline`` runs (all loads, cores) ended within ``tol`` of their last
     traced interrupt (column ``last_irq_s``): their length is set by the trace's arrivals, so no

@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pysched.constants import LOAD_COPIES, LOAD_MACHINE
+from pysched.constants import LOAD_MACHINE
+from pysched.labels import load_label
 from pysched.sandbox.app_events import EVENTS
 
 from .runner import performance
@@ -84,11 +85,6 @@ def _per(x: float) -> str:
 
 def _pct(x: float, digits: int = 1) -> str:
     return "-" if x is None or not np.isfinite(x) else f"{100 * x:.{digits}f}"
-
-
-def load_label(load: int, load_unit: str) -> str:
-    """A load as the summary names it: ``load 2X`` (the paper's) or ``2 copies``."""
-    return f"{load} copies" if load_unit == LOAD_COPIES else f"load {load}X"
 
 
 def _switch_cost_line(runs: pd.DataFrame) -> str:

@@ -29,6 +29,7 @@ from pysched.sandbox.kernel_data import copy_private
 from pysched.sandbox.switch_cost import SWITCH_COSTS, TRACED, sandbox_costs, traced_switch
 from pysched.superfunctions.functype import Category
 from pysched.trace import Trace
+from pysched.trace.clock import last_interrupt_s
 
 
 @dataclass
@@ -67,7 +68,6 @@ def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | 
     fp = build_footprint(trace, w.vcpus, line=line)
     fp.private = copy_private(w, fp)  # what copies share of the data (sandbox.kernel_data)
     app = np.flatnonzero(w.type_category == int(Category.APPLICATION))
-    from .paper import last_interrupt_s
     # the trace's switch path per switch, for the 'traced' switch cost (None: no switches
     # table, only the flat cost applies)
     switch = traced_switch(seg, trace) if trace.parts("switches") else None

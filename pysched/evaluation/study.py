@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from pysched.sandbox.switch_cost import FLAT
+from pysched.trace.clock import last_interrupt_s
 
 
 def read_parts(dirs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame, dict[Path, str]]:
@@ -70,7 +71,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if "last_irq_s" not in runs:  # parts from before runs had it: read it from the traces
         runs["last_irq_s"] = float("nan")
-    from .paper import last_interrupt_s
     for name in runs.loc[runs["last_irq_s"].isna(), "trace"].unique():
         if (args.data / name / "manifest.json").is_file():
             runs.loc[runs["trace"] == name, "last_irq_s"] = last_interrupt_s(args.data / name)

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from pysched.labels import load_label
+
 
 def plot_epochs(epochs: pd.DataFrame, path: str | Path) -> None:
     """One row of panels per (trace, cores, load and its unit): throughput, idle fraction and OS i-cache
@@ -12,7 +14,6 @@ def plot_epochs(epochs: pd.DataFrame, path: str | Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from pysched.evaluation.report import load_label
     groups = list(epochs.groupby(["trace", "cores", "load_unit", "load"]))
     n = max(1, len(groups))
     fig, axes = plt.subplots(n, 3, figsize=(12, 2.6 * n), squeeze=False)

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from pysched.superfunctions import DEFAULT_EPOCH
+from pysched._argtypes import int_at_least
 from pysched._outdir import OutputError, finished_dir
 from pysched.heatmaps import SIZES
 from pysched.trace import TraceError, preflight
@@ -31,19 +32,6 @@ def _count(text: str) -> int:
     if n <= 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
     return n
-
-
-def _int_at_least(low: int):
-    """An argparse type: an integer of at least ``low``."""
-    def parse(text: str) -> int:
-        try:
-            n = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if n < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low}, got {n}")
-        return n
-    return parse
 
 
 def shipped_traces(data: Path) -> list[Path]:
@@ -71,9 +59,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bloom-bits", type=int, default=512, choices=SIZES,
                    help="Page-heatmap size for the drawn heatmaps and overlap table "
                         "(128, 256, 512, 1024 or 2048; default 512)")
-    p.add_argument("--tau-epochs", type=_int_at_least(1), default=60,
+    p.add_argument("--tau-epochs", type=int_at_least(1), default=60,
                    help="at most this many epochs enter the tau-b test (default 60)")
-    p.add_argument("--warmup", type=_int_at_least(0), default=5,
+    p.add_argument("--warmup", type=int_at_least(0), default=5,
                    help="epochs left out of the steady-state similarity figures (default 5)")
     p.add_argument("--keep-harness", action="store_true",
                    help="count the capture harness's own work inside the region (left out by "

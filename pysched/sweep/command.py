@@ -6,15 +6,7 @@ import signal
 import sys
 from pathlib import Path
 
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
+from pysched._argtypes import int_at_least
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -24,7 +16,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="results directory; finished points in it are skipped")
     p.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
                    help="an existing Dask scheduler (default: a local cluster on this machine)")
-    p.add_argument("--workers", type=_positive_int, default=None,
+    p.add_argument("--workers", type=int_at_least(1), default=None,
                    help="worker processes of the local cluster (default: one per core)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the points and which are finished, run nothing")

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pysched.evaluation.report import load_label
 from pysched.evaluation.runner import performance
+from pysched.labels import load_label
 from pysched.sandbox.switch_cost import FLAT
 
 #: A run and its baseline are compared at equal values of these columns.

@@ -36,10 +36,14 @@ Approximations, made here:
   did unrecorded work after its stream ends, so the clock is *covered* (the machine's work
   known) only up to the earliest such end: :attr:`TraceClock.covered`. A vCPU that recorded to
   the region's end was idle after its last event.
+
+:func:`last_interrupt_s` gives a moment on the other clock, a vCPU's own (its ``icount`` over
+``CLOCK_HZ * IPC``), which is the sandbox's.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -47,7 +51,7 @@ from pysched.constants import CLOCK_HZ, IPC
 
 from .errors import TraceError
 from .execstream import exec_chunks
-from .reader import Trace
+from .reader import Trace, open_trace
 from .schema import EVENT_TABLES
 
 
@@ -232,3 +236,27 @@ def trace_clock(trace: Trace, vcpu_insns: dict[int, int] | None = None) -> Trace
     covered = int(np.interp(t_cover, grid, machine)) if len(grid) else 0
     return TraceClock(vcpus, {v: int(vcpu_insns.get(v, 0)) for v in vcpus}, machine, icount,
                       covered)
+
+
+def last_interrupt_s(trace: Trace | str | Path) -> float:
+    """When the trace's last interrupt arrives, in seconds of the sandbox's trace clock.
+
+    That clock is a vCPU's own instruction count over ``CLOCK_HZ * IPC``
+    (:mod:`pysched.sandbox.workload`), not the machine time of :class:`TraceClock`. A replay
+    cannot end before this moment: the sandbox delivers interrupts at their traced times.
+
+    Parameters
+    ----------
+    trace : Trace, str or Path
+        The trace, or its directory.
+
+    Returns
+    -------
+    float
+        The largest ``icount`` of the ``interrupts`` table over ``CLOCK_HZ * IPC``; 0 when
+        the trace has no interrupts.
+    """
+    tr = open_trace(trace) if not hasattr(trace, "num_rows") else trace
+    if not tr.num_rows("interrupts"):
+        return 0.0
+    return float(tr.table("interrupts").column("icount").to_numpy().max()) / (CLOCK_HZ * IPC)

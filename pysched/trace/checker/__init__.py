@@ -40,6 +40,8 @@ from typing import TextIO
 import numpy as np
 import pyarrow as pa
 
+from pysched._argtypes import int_at_least
+
 from ..blockindex import block_index
 from .order import check_markers, check_syscalls, check_wakeups
 from .health import check_health
@@ -153,20 +155,10 @@ def check_trace(trace: Trace, limit: int = 20) -> Report:
     return report
 
 
-def _limit(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {n}")
-    return n
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``pysched check``."""
     parser.add_argument("trace", metavar="DIR", help="trace directory written by the plugin")
-    parser.add_argument("--limit", type=_limit, default=20, metavar="N",
+    parser.add_argument("--limit", type=int_at_least(0), default=20, metavar="N",
                         help="violations shown per check (default: %(default)s)")
 
 

@@ -1,0 +1,116 @@
+"""Argument types of the ``pysched`` sub-commands (``type=`` of ``add_argument``).
+
+Each parser raises :class:`argparse.ArgumentTypeError` on a bad value, which argparse reports
+as ``argument --OPTION: <message>``, so every message names the option it is about.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Callable
+
+
+def int_list(name: str) -> Callable[[str], list[int]]:
+    """A parser of comma-separated integers (``1,2,4``) for the option ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The option, as its messages name it (``--cores``).
+
+    Returns
+    -------
+    callable
+        Text -> the integers in it, in order (empty items between commas are skipped); raises
+        :class:`argparse.ArgumentTypeError` when an item is not an integer or none is given.
+    """
+    def parse(text: str) -> list[int]:
+        try:
+            vals = [int(x) for x in text.split(",") if x.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name}: expected integers separated by commas, "
+                                             f"got {text!r}") from None
+        if not vals:
+            raise argparse.ArgumentTypeError(f"{name}: no value given")
+        return vals
+    return parse
+
+
+def positive_float(text: str) -> float:
+    """A finite number above 0.
+
+    Parameters
+    ----------
+    text : str
+        The option's value (``3``, ``0.5``, ``1e-3``).
+
+    Returns
+    -------
+    float
+        ``float(text)``.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        When ``text`` is not a number, or is 0, negative, infinite or NaN.
+    """
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
+    return v
+
+
+def positive_int(text: str) -> int:
+    """A whole number above 0, written as an integer (``10``) or as a number without a
+    fractional part (``1e3``, ``10.0``); ``int_at_least(1)`` takes integers only.
+
+    Parameters
+    ----------
+    text : str
+        The option's value.
+
+    Returns
+    -------
+    int
+        The whole number ``text`` stands for.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        When ``text`` is not a :func:`positive_float` or has a fractional part.
+    """
+    v = positive_float(text)
+    if v != int(v):
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(v)
+
+
+def int_at_least(low: int) -> Callable[[str], int]:
+    """A parser of an integer of at least ``low``.
+
+    Parameters
+    ----------
+    low : int
+        The smallest value accepted.
+
+    Returns
+    -------
+    callable
+        Text -> the integer; raises :class:`argparse.ArgumentTypeError` when the text is not
+        an integer or the integer is below ``low``.
+    """
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if n < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {n}")
+        return n
+    return parse
+
+
+__all__ = ["int_at_least", "int_list", "positive_float", "positive_int"]

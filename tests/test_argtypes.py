@@ -1,0 +1,40 @@
+"""The argument types the sub-commands share (:mod:`pysched._argtypes`): what each accepts, and
+that argparse's message on a bad value names the option."""
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from pysched._argtypes import int_at_least, int_list, positive_float, positive_int
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="t", exit_on_error=False)
+    p.add_argument("--cores", type=int_list("--cores"))
+    p.add_argument("--epoch-ms", type=positive_float)
+    p.add_argument("--epochs", type=positive_int)
+    p.add_argument("--warmup", type=int_at_least(0))
+    return p
+
+
+def test_good_values():
+    args = _parser().parse_args(["--cores", "1,,2, 4", "--epoch-ms", "0.5", "--epochs", "1e3",
+                                 "--warmup", "0"])
+    assert (args.cores, args.epoch_ms, args.epochs, args.warmup) == ([1, 2, 4], 0.5, 1000, 0)
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--cores", "x", "--cores: expected integers separated by commas, got 'x'"),
+    ("--cores", ",", "--cores: no value given"),
+    ("--epoch-ms", "nan", "expected a positive finite number, got 'nan'"),
+    ("--epoch-ms", "abc", "expected a number, got 'abc'"),
+    ("--epochs", "2.5", "expected a positive integer, got '2.5'"),
+    ("--epochs", "0", "expected a positive finite number, got '0'"),
+    ("--warmup", "-1", "must be at least 0, got -1"),
+    ("--warmup", "1.0", "not an integer: '1.0'"),
+])
+def test_bad_values_are_named(option, value, message):
+    with pytest.raises(argparse.ArgumentError) as err:
+        _parser().parse_args([option, value])
+    assert str(err.value) == f"argument {option}: {message}"
