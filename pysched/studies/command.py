@@ -7,7 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
-from pysched.evaluation.command import _positive_float, _positive_int
+from pysched._argtypes import positive_float, positive_int
 
 EXAMPLE = ("example: pysched ablate data/apache data/find --policy schedtask --baseline linux "
            "--cores 8 --load 2 --epochs 5 --factor schedtask:steal=same,any --out out/ablation")
@@ -21,13 +21,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "evaluate --list`)")
     p.add_argument("--baseline", default="linux", help="the policy it is compared with "
                    "(default linux)")
-    p.add_argument("--cores", type=_positive_int, default=8, help="simulated cores (default 8)")
-    p.add_argument("--load", type=_positive_int, default=2,
+    p.add_argument("--cores", type=positive_int, default=8, help="simulated cores (default 8)")
+    p.add_argument("--load", type=positive_int, default=2,
                    help="the paper's load kX (default 2: section 6.1's 2X)")
-    p.add_argument("--epochs", type=_positive_int, default=None, metavar="N",
+    p.add_argument("--epochs", type=positive_int, default=None, metavar="N",
                    help="measure a window of the first N epochs of every run (default: the "
                         "whole replay)")
-    p.add_argument("--epoch-ms", type=_positive_float, default=3.0,
+    p.add_argument("--epoch-ms", type=positive_float, default=3.0,
                    help="epoch length in simulated milliseconds (default 3)")
     p.add_argument("--factor", action="append", default=[], metavar="SPEC",
                    help="a policy parameter as a factor, POLICY:param=v1,v2 (v1 for the "
@@ -42,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "are written when every run is finished")
     p.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
                    help="an existing Dask scheduler (default: a local cluster)")
-    p.add_argument("--workers", type=_positive_int, default=None,
+    p.add_argument("--workers", type=positive_int, default=None,
                    help="worker processes of the local cluster (default: one per core)")
 
 
