@@ -2,7 +2,7 @@
 
 The main figure (issue 10): 8 simulated cores, each with its L1i/L1d/L2, a shared L3 (Table 2's
 geometry), replaying the largest shipped trace (most exec rows in ``data/``) at 4X under the
-``linux`` policy (here "kX" is k copies of the trace, ``SandboxConfig.load``, not the paper's
+``linux`` policy (here "kX" is k copies of the trace, ``SandboxConfig.copies``, not the paper's
 load relative to the machine of ``pysched evaluate``). Growth: the same at 8X (twice the
 simulated work: the trace doubled) and on 16 cores at 4X (the cores doubled). Targets: at least 20 M simulated instructions/s and at most
 4 GB. Anchors quoted by the issue (not measured here): gem5 and ChampSim about 0.1 MIPS,
@@ -48,7 +48,7 @@ import numpy as np
 from pysched.models.caches.hierarchy import Hierarchy
 Hierarchy(machine(cores).hierarchy).run(0, np.zeros(4, np.uint64), np.zeros(4, np.uint8))
 t1 = time.perf_counter()
-res = simulate(t.workload, t.footprint, get_policy(policy), SandboxConfig(machine(cores), load=load))
+res = simulate(t.workload, t.footprint, get_policy(policy), SandboxConfig(machine(cores), copies=load))
 t2 = time.perf_counter()
 insns = int(res.total.instructions.sum())
 print(json.dumps({"prepare_s": t1 - t0, "simulate_s": t2 - t1, "sim_insns": insns,

@@ -125,11 +125,16 @@ def test_the_summary_says_where_the_core_time_went():
     assert "Where the core time went (mean over 2 traces):" in part
     assert st["switch_cycle_share"] == pytest.approx(0.1)  # 4e6 of 4e7 busy cycles
     assert st["switch_per_minsn"] == pytest.approx(4.0)  # 4,000 per 1e9 instructions
-    assert "| linux | 10.0 | 5.00 | 2.00 | 1.00 | 0.05 | 90.0 | 80.0 |" in part
-    assert "| schedtask | 20.0 | 10.00 | 4.00 | 10.00 | 0.50 | 90.0 | 80.0 |" in part
+    # runs without the idle split and policy cycles (written before they existed) show "-"
+    assert "| linux | 10.0 | - | - | 5.00 | 2.00 | 1.00 | 0.05 | - | 90.0 | 80.0 |" in part
+    assert "| schedtask | 20.0 | - | - | 10.00 | 4.00 | 10.00 | 0.50 | - | 90.0 | 80.0 |" in part
+    split = summary_markdown(runs.assign(idle_no_work=runs["idle_fraction"] / 4,
+                                         idle_work_waiting=runs["idle_fraction"] * 3 / 4,
+                                         policy_cycles=runs["cycles"] / 50))
+    assert "| linux | 10.0 | 2.5 | 7.5 | 5.00 | 2.00 | 1.00 | 0.05 | 2.00 | 90.0 | 80.0 |" in split
     # runs written before the switch columns existed
     old = summary_markdown(runs.drop(columns=["switches", "switch_cycles"]))
-    assert "| linux | 10.0 | - | - | 1.00 | 0.05 | 90.0 | 80.0 |" in old
+    assert "| linux | 10.0 | - | - | - | - | 1.00 | 0.05 | - | 90.0 | 80.0 |" in old
     # a load counted in copies is named so, and not set beside the paper's loads
     md = summary_markdown(runs.assign(load_unit="copies"))
     assert "## 8 cores, 2 copies" in md and "Beside the paper" not in md

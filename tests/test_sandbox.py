@@ -28,7 +28,7 @@ def machine(cores: int, **hier) -> MachineConfig:
 
 
 def run_logged(w, fp, policy: str, cores: int, load: int = 1, max_chunk: int = 20_000):
-    eng = Engine(w, fp, get_policy(policy), SandboxConfig(machine(cores), load=load,
+    eng = Engine(w, fp, get_policy(policy), SandboxConfig(machine(cores), copies=load,
                                                           max_chunk=max_chunk))
     eng.log = []
     epochs = eng.run()
@@ -190,8 +190,8 @@ def test_as_traced_single_core_keeps_traced_order():
 def test_fixed_input_same_result():
     w, fp = tiny([[(0, 300, 0, FIRST), (0, 80, 1, START), (0, 40, 0, START)],
                   [(0, 200, 0, FIRST)]], interrupts=[(0, 30, 3, 1e-8)], deps=[(3, 1, 20)])
-    a = simulate(w, fp, get_policy("linux"), SandboxConfig(machine(2), load=3))
-    b = simulate(w, fp, get_policy("linux"), SandboxConfig(machine(2), load=3))
+    a = simulate(w, fp, get_policy("linux"), SandboxConfig(machine(2), copies=3))
+    b = simulate(w, fp, get_policy("linux"), SandboxConfig(machine(2), copies=3))
     assert len(a.epochs) == len(b.epochs)
     for x, y in zip(a.epochs, b.epochs):
         assert x == y
@@ -200,7 +200,7 @@ def test_fixed_input_same_result():
 def test_copy_fairness_compares_the_copies_of_each_thread_only():
     from dataclasses import replace
     w, fp = tiny([[(0, 300, 0, FIRST), (0, 80, 1, START)], [(0, 200, 0, FIRST)]])
-    res = simulate(w, fp, get_policy("linux"), SandboxConfig(machine(2), load=2))
+    res = simulate(w, fp, get_policy("linux"), SandboxConfig(machine(2), copies=2))
     s = res.total
     # a row per copy, a column per traced thread
     assert s.task_insns.shape == s.task_want_s.shape == (2, w.ntasks)
@@ -225,8 +225,8 @@ def test_registry_and_errors():
     assert "as-traced" in describe()
     with pytest.raises(ValueError, match="unknown policy 'nope'; registered: as-traced"):
         get_policy("nope")
-    with pytest.raises(ValueError, match="load must be a positive integer"):
-        SandboxConfig(machine(1), load=0)
+    with pytest.raises(ValueError, match="copies must be a positive integer"):
+        SandboxConfig(machine(1), copies=0)
 
 
 class _Bad(type(get_policy("linux"))):
@@ -309,7 +309,7 @@ def test_as_traced_replays_each_vcpu_in_traced_order(dss_mem):
 def test_real_trace_with_wakeups_keeps_every_invariant(dss_mem, policy):
     seg, w, fp = dss_mem
     assert w.dependencies == "wakeups" and (w.dep_item >= 0).any()
-    eng = Engine(w, fp, get_policy(policy), SandboxConfig(machine(4), load=2))
+    eng = Engine(w, fp, get_policy(policy), SandboxConfig(machine(4), copies=2))
     eng.log = []
     eng.run()
     check_invariants(eng)  # includes: no woken item starts before its waker's wake-up

@@ -44,7 +44,7 @@ def test_idle_cores_look_at_queued_work_within_a_tick(wf, policy, cores, load, m
     policy then takes is its rule. The idle split adds up to the idle time."""
     w, fp = wf
     # a tick of 0.5 us: short beside these workloads' microseconds, so the bound bites
-    eng = _engine(w, fp, policy, cores, load=load, max_chunk=max_chunk, tick_hz=2e6,
+    eng = _engine(w, fp, policy, cores, copies=load, max_chunk=max_chunk, tick_hz=2e6,
                   ipi_s=1e-7)
     total = _total(eng.run())
     check_invariants(eng)
@@ -122,7 +122,7 @@ def test_copies_start_at_seeded_offsets_within_an_epoch():
     w, fp = tiny([[(0, 300, 0, FIRST), (0, 100, 1, START)]], [(0, 50, 4, 2e-6)], ntypes=5)
     runs = {}
     for phase, seed in (("offset", 0), ("offset", 0), ("offset", 1), ("in-phase", 0)):
-        eng = _engine(w, fp, "linux", 4, load=3, copy_phase=phase, phase_seed=seed)
+        eng = _engine(w, fp, "linux", 4, copies=3, copy_phase=phase, phase_seed=seed)
         eng.run()
         check_invariants(eng)
         first = [min(t0 for g, c, t0, t1, lo, hi in eng.log if g == k * eng.n)
@@ -181,7 +181,7 @@ def test_copies_own_user_data_and_one_thread_kernel_data_and_share_the_rest():
 def test_copy_data_moves_only_where_the_copy_owns_it(kernel_data):
     w, fp, _ = _data_workload()
     fp.private = copy_private(w, fp)
-    eng = _engine(w, fp, "linux", 2, load=2, kernel_data=kernel_data)
+    eng = _engine(w, fp, "linux", 2, copies=2, kernel_data=kernel_data)
     eng.setup()
     for i in range(eng.n):
         r = int(w.run_ptr[i])

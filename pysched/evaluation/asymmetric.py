@@ -70,7 +70,7 @@ def run_policies(trace: PreparedTrace, policies: dict[str, str] | None = None,
     rows = []
     for label, spec in policies.items():
         pol = get_policy(spec)
-        res = simulate(trace.workload, trace.footprint, pol, SandboxConfig(m, load=load))
+        res = simulate(trace.workload, trace.footprint, pol, SandboxConfig(m, copies=load))
         t = res.total
         rows.append({
             "policy": label, "spec": spec,

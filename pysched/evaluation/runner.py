@@ -244,7 +244,7 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
                                 if k == "os_migration_cycles"}}
                     rest = {k: v for k, v in (config or {}).items()
                             if k != "os_migration_cycles"}
-                    cfg = SandboxConfig(mp, load=n, **costs, **rest)
+                    cfg = SandboxConfig(mp, copies=n, **costs, **rest)
                     t0 = time.perf_counter()
                     label = f"{t.name} {p} cores={ncores} load={k} copies={n}"
                     tick = None if run_progress is None else \

@@ -83,7 +83,7 @@ Rules (each an approximation of a real machine, written down here where it is ma
   every SuperFunction as a unit of its own sets ``pick_at_boundaries = True`` (the
   ``as-traced`` oracle, which replays the traced order, and SchedTask, whose Algorithm 1
   queues every starting SuperFunction).
-* **Load**: ``load = K`` runs K copies of the whole workload (threads, interrupts and bottom
+* **Load**: ``copies = K`` runs K copies of the whole workload (threads, interrupts and bottom
   halves; see :mod:`.workload`). Copies execute the same code frames (one kernel, one program
   binary). Their data (loads and stores) is split by :attr:`Footprint.private`
   (:mod:`.kernel_data`): each copy's user data and the kernel data the trace shows belonging
@@ -167,8 +167,8 @@ class SandboxConfig:
     ----------
     machine : MachineConfig
         Cores (timing, DVFS, migration cost) and the cache hierarchy.
-    load : int
-        Copies of the workload (the paper's kX on C cores is
+    copies : int
+        Copies of the workload replayed together (the paper's load kX on C cores is
         :func:`pysched.evaluation.runner.copies_for` copies, section 6.3).
     epoch_s : float
         Epoch length in simulated seconds (3 ms, section 4.4).
@@ -205,7 +205,7 @@ class SandboxConfig:
     """
 
     machine: MachineConfig = field(default_factory=MachineConfig)
-    load: int = 1
+    copies: int = 1
     epoch_s: float = EPOCH_SECONDS
     switch_cycles: int | None = 1000
     os_migration_cycles: int | None = None
@@ -220,8 +220,8 @@ class SandboxConfig:
     ifetch_penalty: str = "difference"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.load, int) or isinstance(self.load, bool) or self.load < 1:
-            raise ValueError(f"load must be a positive integer, got {self.load!r}")
+        if not isinstance(self.copies, int) or isinstance(self.copies, bool) or self.copies < 1:
+            raise ValueError(f"copies must be a positive integer, got {self.copies!r}")
         for name in ("epoch_s", "tick_hz"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
@@ -270,7 +270,7 @@ class Engine:
         self.w, self.fp, self.policy, self.cfg = workload, footprint, policy, config
         w = workload
         self.n = len(w)
-        self.K = config.load
+        self.K = config.copies
         self.ncores = config.ncores
         #: Cache class of the context-switch path (after the superFuncTypes' ids): OS code.
         self.sched_class = len(w.types)

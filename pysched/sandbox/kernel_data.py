@@ -1,6 +1,6 @@
 """Which data accesses of a workload each copy has of its own, and which the copies share.
 
-The sandbox replays ``load = K`` copies of a workload on one simulated machine: K instances of
+The sandbox replays ``copies = K`` copies of a workload on one simulated machine: K instances of
 the traced programs on one kernel (:mod:`.engine`, Load). An instance's own data is in frames
 of its own; the kernel's image data, per-CPU areas and global structures exist once. The trace
 does not label frames, so this module tells them apart by who touched them in the trace
