@@ -90,3 +90,10 @@ def test_ablate_writes_its_tables_and_resumes(tmp_path, capsys):
     capsys.readouterr()
     assert main(args) == 0  # a re-run resumes: nothing left to run
     assert "0 to run" in capsys.readouterr().err
+
+
+def test_the_example_machine_file_is_seed_001s_machine():
+    from pysched.evaluation.asymmetric import acmp_machine
+    from pysched.models.machine import MachineConfig
+    root = Path(__file__).resolve().parents[1]
+    assert MachineConfig.load(root / "machines" / "seed001-acmp.toml") == acmp_machine()
