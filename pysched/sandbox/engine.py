@@ -26,8 +26,9 @@ Rules (each an approximation of a real machine, written down here where it is ma
   instructions: the waker reaches it once its core has paid the switch or migration cost the
   waker's first chunk carries (immediately when there is none), not when its core picks it.
 * **Costs** (:mod:`.switch_cost`): a thread starting on a core where another thread ran last
-  pays a context switch. By default (``switch_cycles = None``, the ``traced`` model) the
-  switch *runs* the traced kernel's switch path: the next ``per_switch`` instructions of the
+  pays a context switch. Under the ``traced`` model (``switch_cycles = None``: the default of
+  ``pysched evaluate`` and :func:`pysched.evaluation.runner.evaluate`, which have the trace)
+  the switch *runs* the traced kernel's switch path: the next ``per_switch`` instructions of the
   trace's scheduler code (the code the segmentation leaves out of every SuperFunction), taken
   in trace order and cyclically, go through the core's caches with their traced fetch lines
   and data accesses, and cost ``instructions * base CPI + stall cycles`` like any chunk
@@ -175,7 +176,8 @@ class SandboxConfig:
     switch_cycles : int or None
         Cost of switching a core to another thread: None runs the traced switch path through
         the caches (``simulate(switch_path=...)``, see the module); an integer charges that
-        many cycles (1,000: seed 001's context switch; 0).
+        many cycles (1,000, the default here, as a config alone has no trace: seed 001's
+        context switch; 0).
     os_migration_cycles : int or None
         Extra cost of a thread the OS (the policy's queues) moved to another core, beyond the
         switch: None (default) charges the destination core's ``migration_cycles``. Hardware
