@@ -4,7 +4,8 @@ performance isolation on chip multiprocessors via an operating system scheduler"
 A thread in the *cache-fair* class gets CPU time in proportion to how far its IPC falls short
 of (or exceeds) its *fair IPC*, the IPC it would have under an equal share of the shared cache;
 the difference is taken from (or given to) threads of the *best-effort* class (section 2). The
-OS below is ``linux`` (CFS-like queues, picks and balancing); only the time slices change.
+OS below is CFS as in ``linux`` (:mod:`.cfs`: queues, picks and balancing); only the time
+slices change.
 
 The rules, with the section each comes from (the model's maths, with its equations, is
 :mod:`pysched.models.cache_fair`):
@@ -63,7 +64,7 @@ import numpy as np
 from pysched.models.cache_fair import compensation_s, fair_miss_rate, fit_miss_rate
 from pysched.models.cores.timing import stall_table
 
-from .linux import Linux
+from .cfs import CfsPolicy
 
 
 def _ids(spec) -> frozenset[int]:
@@ -88,9 +89,9 @@ class _Thread:
     #                                    the scheduling phase has not begun)
 
 
-class CacheFair(Linux):
-    """``linux`` whose pick, wake-up preemption and time slices give cache-fair threads the CPU
-    time their fair IPC asks for, from best-effort threads.
+class CacheFair(CfsPolicy):
+    """CFS whose pick, wake-up preemption and time slices give cache-fair threads the CPU time
+    their fair IPC asks for, from best-effort threads.
 
     Parameters
     ----------
@@ -121,6 +122,7 @@ class CacheFair(Linux):
                  resample_insns: int = 1_000_000_000, sample_us: float = 100.0,
                  fair_rate: float | None = None) -> None:
         super().__init__()
+        self.cfs.key = self.sort_key  # the pick forgives the credited CPU time
         self.fair_ids, self.be_ids = _ids(fair), _ids(best_effort)
         if self.fair_ids & self.be_ids:
             raise ValueError(f"cache-fair: threads {sorted(self.fair_ids & self.be_ids)} are "
@@ -260,9 +262,9 @@ class CacheFair(Linux):
             + max(self.extra[t], 0.0)
 
     def sort_key(self, task: int) -> float:
-        """``linux``'s ``vruntime`` less the thread's credit: what its pick (interrupts first,
+        """CFS's ``vruntime`` less the thread's credit: what its pick (interrupts first,
         then the least key) and wake-up preemption compare (see the module)."""
-        return self.vruntime(task) - self.credit.get(task, 0.0)
+        return self.cfs.vruntime(task) - self.credit.get(task, 0.0)
 
     def time_slice(self, work, core: int) -> float:
         base = self.cfs_slice(core)
