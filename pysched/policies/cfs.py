@@ -50,6 +50,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pysched.sandbox.engine import SimView, Work
     from pysched.sandbox.metrics import SandboxStats
 
+    from .asymmetric import HardwareSwapper
+
 #: ``sysctl_sched_wakeup_granularity`` at one CPU (scaled as :data:`~.base.LATENCY_S`).
 WAKEUP_GRANULARITY_S = 0.001
 
@@ -179,15 +181,28 @@ class Cfs:
 
 class CfsPolicy(Policy):
     """Base of the policies whose OS scheduler is CFS: the hooks CFS decides go to
-    :attr:`cfs`, a :class:`Cfs`; subclasses add their own rules beside it."""
+    :attr:`cfs`, a :class:`Cfs`; subclasses add their own rules beside it, or a hardware level
+    below it (:meth:`set_hardware`: seed 001's two levels)."""
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
         self.cfs = Cfs()
+        #: The hardware level below the OS, which takes the :meth:`tick` (None: none).
+        self.hw: HardwareSwapper | None = None
+
+    def set_hardware(self, hw: HardwareSwapper) -> None:
+        """Put ``hw`` below the OS: attached with the policy, ticked every ``hw.quantum_s``."""
+        self.hw = hw
+        self.tick_s = hw.quantum_s
 
     def attach(self, sim: SimView) -> None:
         super().attach(sim)
         self.cfs.attach(sim)
+        if self.hw is not None:
+            self.hw.attach(sim)
+
+    def tick(self) -> float | None:
+        return None if self.hw is None else self.hw.tick()
 
     def thread_ready(self, work: Work, last_core: int) -> int:
         return self.cfs.thread_ready(work, last_core)
