@@ -61,7 +61,7 @@ def test_each_thread_gets_its_share_of_the_big_core(policy):
     share = big_share(eng, w, first_done)
     # four threads, one big core: a quarter each while all four run (within a quantum's worth)
     assert np.all(np.abs(share - 0.25) < 0.06), share
-    assert pol.swaps >= 5
+    assert pol.hw.swaps >= 5
 
 
 def test_linux_leaves_the_big_core_to_one_thread():
@@ -112,7 +112,7 @@ def test_kernel_mode_is_never_swapped_away():
     assert all(len(cores[g]) == 1 for g in kernel)
     # ... while application code does move, and the big core had to wait for user mode
     assert any(len(cores[g]) > 1 for g in app)
-    assert pol.swaps >= 3 and pol.deferrals > 0
+    assert pol.hw.swaps >= 3 and pol.hw.deferrals > 0
 
 
 def test_fairness_swaps_only_a_lagging_thread_in():
@@ -122,7 +122,7 @@ def test_fairness_swaps_only_a_lagging_thread_in():
                1: SimpleNamespace(task=1, is_async=False, category=3),
                2: SimpleNamespace(task=2, is_async=False, category=3)}
     pol.sim = SimpleNamespace(running=running.get)
-    pol.big, pol.small = [0], [1, 2]
+    pol.hw.big, pol.hw.small = [0], [1, 2]
     pol.insns = np.zeros((3, 2))
     pol.nominal_ratio = 0.5
     # big-core seconds and small-core seconds per thread: progress 1.0, 0.5 + 0.25, 0.9
@@ -161,7 +161,7 @@ def test_a_hardware_move_costs_the_migration_cycles_not_a_switch():
     for g, c, *_ in sorted(eng.log, key=lambda r: r[2]):
         moves += last.get(g, c) != c
         last[g] = c
-    assert 2 * pol.swaps + pol.pulls - 2 <= moves <= 2 * pol.swaps + pol.pulls
+    assert 2 * pol.hw.swaps + pol.hw.pulls - 2 <= moves <= 2 * pol.hw.swaps + pol.hw.pulls
     assert moves > 4 and s.migrations.sum() == moves
     assert s.migration_cycles.sum() == 1000 * moves
     assert s.switches.sum() == 4  # each thread's first start only

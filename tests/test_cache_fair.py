@@ -10,7 +10,7 @@ from sandbox_factory import FIRST, START, tiny
 from test_sandbox import check_invariants, machine
 
 from pysched.policies import get_policy
-from pysched.policies.cache_fair import fair_ipc, fair_miss_rate, fit_miss_rate
+from pysched.models.cache_fair import fair_ipc, fair_miss_rate, fit_miss_rate
 from pysched.sandbox import SandboxConfig
 from pysched.sandbox.engine import Engine
 from pysched.sandbox.footprint import Footprint

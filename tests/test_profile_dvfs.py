@@ -81,7 +81,7 @@ def test_the_split_machines_of_the_comparison():
 def test_one_kind_of_os_work_on_a_slow_core():
     # 8 cores: the OS's are 4-7, dealt to irq, fs, net, mm, proc, other, kthread in turn
     from pysched.evaluation.dvfs import split_machine
-    from pysched.policies.disaggregate_os import kind_cores
+    from pysched.policies.subsystems import kind_cores
     where = kind_cores([4, 5, 6, 7])
     assert where["irq"] == [4] and where["net"] == [6] and where["proc"] == [4]
     driver = split_machine(8, kind_levels={"irq": 0})

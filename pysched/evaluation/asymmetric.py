@@ -72,6 +72,7 @@ def run_policies(trace: PreparedTrace, policies: dict[str, str] | None = None,
         pol = get_policy(spec)
         res = simulate(trace.workload, trace.footprint, pol, SandboxConfig(m, copies=load))
         t = res.total
+        hw = getattr(pol, "hw", None)  # the hardware level of hrrs and fairness (None: linux)
         rows.append({
             "policy": label, "spec": spec,
             "completion_ms": 1e3 * completion_s(res.task_end_s, threads,
@@ -79,9 +80,7 @@ def run_policies(trace: PreparedTrace, policies: dict[str, str] | None = None,
             "instructions": int(t.instructions.sum()),
             "big_core_insn_share": float(t.instructions[0] / t.instructions.sum()),
             "migrations": int(t.migrations.sum()),
-            "swaps": getattr(pol, "swaps", 0), "pulls": getattr(pol, "pulls", 0),
-            "deferrals": getattr(pol, "deferrals", 0),
-            "no_partner": getattr(pol, "no_partner", 0),
+            **{k: getattr(hw, k, 0) for k in ("swaps", "pulls", "deferrals", "no_partner")},
             "forced_releases": res.forced_releases,
         })
     return pd.DataFrame(rows).set_index("policy")

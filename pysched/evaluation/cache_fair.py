@@ -52,12 +52,12 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from pysched.models.cache_fair import fair_miss_rate, fit_miss_rate
 from pysched.models.caches.config import CacheConfig, HierarchyConfig
 from pysched.models.cores.config import big_core
 from pysched.models.cores.timing import stall_table
 from pysched.models.machine import MachineConfig
 from pysched.policies import get_policy
-from pysched.policies.cache_fair import fair_miss_rate, fit_miss_rate
 from pysched.sandbox import SandboxConfig, simulate
 from pysched.sandbox.combine import combine
 from pysched.superfunctions.functype import Category
@@ -123,8 +123,8 @@ def estimate_fair_rate(traces: Mapping[str, PreparedTrace],
     """The principal's fair miss rate (misses per cycle): cache-fair's sampling phase (section
     4: a sample per run of at least ``min_run_insns`` instructions, the principal's and its
     co-runners' misses per cycle) over runs of the principal with each of ``schedules``'
-    co-runners, pooled, then equations 1-2 (:func:`~pysched.policies.cache_fair.fit_miss_rate`,
-    :func:`~pysched.policies.cache_fair.fair_miss_rate`) with the machine's other cores as
+    co-runners, pooled, then equations 1-2 (:func:`~pysched.models.cache_fair.fit_miss_rate`,
+    :func:`~pysched.models.cache_fair.fair_miss_rate`) with the machine's other cores as
     the ``n`` co-runners. Returns the estimate, ``a``, ``b`` and the samples with the schedule
     each came from."""
     m = machine or cmp_machine()

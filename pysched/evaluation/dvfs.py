@@ -3,7 +3,7 @@ same placement with every OS core fast or slow, with one component's core slow, 
 ``linux`` (every core fast).
 
 Configurations (``cores`` cores, the second half the OS's under the dedicated placement; the
-kinds of OS work are dealt to the OS cores by :func:`pysched.policies.disaggregate_os.kind_cores`):
+kinds of OS work are dealt to the OS cores by :func:`pysched.policies.subsystems.kind_cores`):
 
 * ``linux``: the ``linux`` policy, every core at the fastest level;
 * ``all-fast``: ``disaggregate-os`` (the dedicated placement), every core at the fastest level;
@@ -39,7 +39,7 @@ from pysched.models.caches.config import HierarchyConfig
 from pysched.models.cores.config import big_core
 from pysched.models.machine import MachineConfig
 from pysched.policies import get_policy
-from pysched.policies.disaggregate_os import kind_cores
+from pysched.policies.subsystems import kind_cores
 from pysched.sandbox import SandboxConfig, simulate
 
 from .runner import PreparedTrace

@@ -5,6 +5,8 @@
 * :mod:`pysched.models.cores`: cycles from cache counts, big/small cores, DVFS and energy.
 * :mod:`pysched.models.stats`: statistic records that subtract to per-epoch deltas.
 * :mod:`pysched.models.machine`: a whole machine's configuration, loadable from TOML/JSON.
+* :mod:`pysched.models.cache_fair`: seed 003's fair miss rate and fair IPC of a thread
+  beside co-runners sharing the last-level cache.
 """
 from __future__ import annotations
 

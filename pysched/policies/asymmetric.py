@@ -1,13 +1,15 @@
-"""Shared machinery of the asymmetric-multicore policies of seed 001 (``hrrs``, ``fairness``):
-the OS above is the ``linux`` policy, unchanged, and a hardware scheduler below it swaps the
-thread running on a big core with one running on a small core every hardware quantum.
+"""Seed 001's hardware level (:class:`HardwareSwapper`), the component that the
+asymmetric-multicore policies ``hrrs`` and ``fairness`` hold below their OS, CFS as in ``linux``
+(:mod:`.cfs`), which they leave unchanged: every hardware quantum it swaps the thread running
+on a big core with one running on a small core.
 
 What comes from seed 001 (Markovic et al., "Hardware Round-Robin Scheduling"):
 
 * **Two levels** (section 3.1): the OS maps threads to logical cores at its own quantum and
-  interrupts (here: the ``linux`` policy, which does not look at core types, as an OS that is
-  given "an abstracted homogeneous hardware view"); the hardware remaps the threads running on
-  the logical cores onto the physical cores every hardware quantum (1 ms, section 4.1).
+  interrupts (here: CFS as in the ``linux`` policy, which does not look at core types, as an
+  OS that is given "an abstracted homogeneous hardware view"); the hardware remaps the threads
+  running on the logical cores onto the physical cores every hardware quantum (1 ms, section
+  4.1).
 * **Kernel mode** (section 3.2): when the big core is in kernel mode "HRRS scheduler will wait
   until it returns to user mode"; when the chosen small core is in kernel mode, the scheduler
   "will chose next small core". A core is in user mode when it runs a thread item of
@@ -33,10 +35,12 @@ Approximations, written down here:
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Callable
 
 from pysched.superfunctions.functype import Category
 
-from .linux import Linux
+if TYPE_CHECKING:  # pragma: no cover
+    from pysched.sandbox.engine import SimView
 
 _APPLICATION = int(Category.APPLICATION)
 
@@ -46,29 +50,44 @@ def core_speed(core) -> float:
     return core.operating_point().freq_ghz * 1e9 / core.base_cpi
 
 
-class HardwareSwapper(Linux):
-    """``linux`` above, a hardware thread swapper below; subclasses pick the partner.
+class HardwareSwapper:
+    """A hardware thread swapper below the OS; its owner chooses the partner.
 
     Parameters
     ----------
+    policy : str
+        Name of the owning policy (for messages).
+    choose : callable
+        ``choose(big, candidates) -> int | None``: the small core, one of ``candidates``
+        (:meth:`partners`), whose thread goes to core ``big``; None: no swap this quantum.
+    on_quantum : callable, optional
+        Called at every quantum of a big core before ``choose`` (progress bookkeeping).
     quantum_ms : float
         Hardware quantum in milliseconds (seed 001: 1 ms; 4 ms is its software quantum).
     retry_us : float
         How often a swap deferred by a big core in kernel mode is tried again (microseconds).
+
+    Raises
+    ------
+    ValueError
+        When ``quantum_ms`` or ``retry_us`` is not a positive number.
     """
 
-    def __init__(self, quantum_ms: float = 1.0, retry_us: float = 10.0) -> None:
-        super().__init__()
+    def __init__(self, policy: str, choose: Callable[[int, list[int]], int | None],
+                 on_quantum: Callable[[], None] | None = None, quantum_ms: float = 1.0,
+                 retry_us: float = 10.0) -> None:
         quantum_ms, retry_us = float(quantum_ms), float(retry_us)
         if not (quantum_ms > 0 and math.isfinite(quantum_ms)):
-            raise ValueError(f"{self.name}: quantum_ms must be a positive number, got "
+            raise ValueError(f"{policy}: quantum_ms must be a positive number, got "
                              f"{quantum_ms!r}")
         if not (retry_us > 0 and math.isfinite(retry_us)):
-            raise ValueError(f"{self.name}: retry_us must be a positive number, got "
+            raise ValueError(f"{policy}: retry_us must be a positive number, got "
                              f"{retry_us!r}")
+        self.choose = choose
+        self.on_quantum = on_quantum or (lambda: None)
         self.quantum_s = quantum_ms / 1e3
         self.retry_s = retry_us / 1e6
-        self.tick_s = self.quantum_s
+        self.sim: SimView | None = None
         self.big: list[int] = []
         self.small: list[int] = []
         self.due_at: dict[int, float] = {}
@@ -76,8 +95,9 @@ class HardwareSwapper(Linux):
         #: the big core's user mode, quanta without a partner.
         self.swaps = self.pulls = self.deferrals = self.no_partner = 0
 
-    def attach(self, sim) -> None:
-        super().attach(sim)
+    def attach(self, sim: SimView) -> None:
+        """Find the big and small cores of ``sim``'s machine, before time 0."""
+        self.sim = sim
         speed = [core_speed(sim.core_config(c)) for c in range(sim.ncores)]
         top = max(speed)
         self.big = [c for c in range(sim.ncores) if speed[c] == top]
@@ -96,15 +116,10 @@ class HardwareSwapper(Linux):
         """Small cores whose running thread may be swapped: in user mode (section 3.2)."""
         return [c for c in self.small if self.user_mode(c)]
 
-    def choose(self, big: int, candidates: list[int]) -> int | None:
-        """The small core whose thread goes to ``big`` (None: no swap this quantum)."""
-        raise NotImplementedError
-
-    def on_quantum(self) -> None:
-        """Called at every quantum of a big core before it chooses (progress bookkeeping)."""
-
     # --- the hardware quantum ------------------------------------------------------------------
     def tick(self) -> float | None:
+        """Swap where a big core's quantum is due; the seconds to the next call (the owning
+        policy's ``tick``)."""
         sim = self.sim
         now = sim.now
         waiting = False

@@ -4,23 +4,24 @@ performance isolation on chip multiprocessors via an operating system scheduler"
 A thread in the *cache-fair* class gets CPU time in proportion to how far its IPC falls short
 of (or exceeds) its *fair IPC*, the IPC it would have under an equal share of the shared cache;
 the difference is taken from (or given to) threads of the *best-effort* class (section 2). The
-OS below is ``linux`` (CFS-like queues, picks and balancing); only the time slices change.
+OS below is CFS as in ``linux`` (:mod:`.cfs`: queues, picks and balancing); only the time
+slices change.
 
-The model and its rules, with the section each comes from:
+The rules, with the section each comes from (the model's maths, with its equations, is
+:mod:`pysched.models.cache_fair`):
 
 * **Fair miss rate** (3.1, equations 1-2): a thread's shared-cache miss rate (misses per
   cycle) is regressed linearly on the sum of its co-runners' miss rates over at least
-  ``samples`` (10) samples: ``MissRate(A) = a * sum(MissRate(C_i)) + b``, and
-  ``FairMissRate(A) = b / (1 - a * n)`` with ``n`` co-runners (the other cores).
+  ``samples`` (10) samples; the fair miss rate follows with the other cores as the ``n``
+  co-runners.
 * **Sampling phase** (4): a *run* is a stretch during which the same threads run together on
   the cores; it ends when any of them leaves its core. At its end the thread's and its
   co-runners' miss rates are one sample, kept only if the thread executed at least
   ``min_run_insns`` (10 M) instructions in it (cold-start effects). The sampling phase is
   repeated after every ``resample_insns`` (1 G) instructions.
-* **Fair IPC** given the fair miss rate (3, via [14]/[30]): a CPI that grows by ``L`` cycles per
-  miss, ``CPI = CPI0 + L * misses / instruction``, gives ``IPC_fair = IPC * (1 - m_fair * L) /
-  (1 - m * L)`` for miss rates ``m`` in misses per cycle; ``L`` is the machine's stall of a load
-  served by memory on the thread's core (:func:`~pysched.models.cores.timing.stall_table`).
+* **Fair IPC** given the fair miss rate (3, via [14]/[30]): each miss costs ``L`` cycles, the
+  machine's stall of a load served by memory on the thread's core
+  (:func:`~pysched.models.cores.timing.stall_table`).
 * **Scheduling phase** (4): every ``interval_insns`` (50 M) instructions of a cache-fair thread,
   the instructions it would have executed at its fair IPC in the cycles it ran, minus those it
   executed, divided by its IPC, is the time its *next* time slice is lengthened (shortened when
@@ -33,9 +34,10 @@ The model and its rules, with the section each comes from:
   longer slice is more CPU time. Our base is CFS-like: the least-``vruntime`` pick (and its
   wake-up preemption) would take a longer slice back at the next picks. So every adjustment is
   also credited to the thread's ``vruntime`` as the pick and the preemption see it
-  (``vruntime - credit``, ``sort_key``; the best-effort thread is debited the same), which makes
-  it a change of CPU share on this base as a longer slice is on the paper's. Without the credit, cache-fair on the CFS-like base changed no completion time of
-  seed 003's schedules (``notebooks/06-cache-fair.ipynb``).
+  (``vruntime - credit``, ``sort_key``; the best-effort thread is debited the same), which
+  makes it a change of CPU share on this base as a longer slice is on the paper's. Without the
+  credit, cache-fair on the CFS-like base changed no completion time of seed 003's schedules
+  (``notebooks/06-cache-fair.ipynb``).
 
 Approximations, written down here: the counters are read every ``sample_us`` (100 us) of
 simulated time, so runs are seen at that resolution; a time-slice adjustment lasts one slice,
@@ -59,42 +61,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pysched.models.cache_fair import compensation_s, fair_miss_rate, fit_miss_rate
 from pysched.models.cores.timing import stall_table
 
-from .linux import Linux
-
-
-def fit_miss_rate(own: np.ndarray, corunners_sum: np.ndarray) -> tuple[float, float]:
-    """Least-squares ``a`` and ``b`` of ``own = a * corunners_sum + b`` (equation 1).
-
-    Raises
-    ------
-    ValueError
-        With fewer than two samples or co-runner sums that do not vary.
-    """
-    x = np.asarray(corunners_sum, dtype=np.float64)
-    y = np.asarray(own, dtype=np.float64)
-    if len(x) < 2 or len(x) != len(y):
-        raise ValueError(f"need at least two paired samples, got {len(x)} and {len(y)}")
-    if np.ptp(x) == 0:
-        raise ValueError("the co-runners' miss rates do not vary: no regression")
-    a, b = np.polyfit(x, y, 1)
-    return float(a), float(b)
-
-
-def fair_miss_rate(a: float, b: float, n: int) -> float:
-    """``b / (1 - a * n)`` (equation 2); NaN where the model has no positive fair point."""
-    den = 1.0 - a * n
-    if den <= 0:
-        return math.nan
-    m = b / den
-    return m if m >= 0 else math.nan
-
-
-def fair_ipc(ipc: float, miss_rate: float, fair_rate: float, penalty: float) -> float:
-    """The IPC at miss rate ``fair_rate`` of a thread measured at ``ipc`` and ``miss_rate``
-    (misses per cycle), each miss costing ``penalty`` cycles (see the module)."""
-    return ipc * (1.0 - fair_rate * penalty) / (1.0 - miss_rate * penalty)
+from .cfs import CfsPolicy
 
 
 def _ids(spec) -> frozenset[int]:
@@ -119,7 +89,29 @@ class _Thread:
     #                                    the scheduling phase has not begun)
 
 
-class CacheFair(Linux):
+class CacheFair(CfsPolicy):
+    """CFS whose pick, wake-up preemption and time slices give cache-fair threads the CPU time
+    their fair IPC asks for, from best-effort threads.
+
+    Parameters
+    ----------
+    fair, best_effort : int, str or sequence of int, optional
+        Dense thread ids of the workload in each class (``id+id+...``), for every copy.
+    samples : int
+        Samples a regression needs (at least 2).
+    min_run_insns : int
+        Instructions a run must give the thread for its sample to count.
+    interval_insns : int
+        Instructions of a cache-fair thread between slice adjustments.
+    resample_insns : int
+        Instructions after which the sampling phase begins again.
+    sample_us : float
+        Microseconds between reads of the counters.
+    fair_rate : float, optional
+        The fair miss rate (misses per cycle) of every cache-fair thread, given instead of
+        sampled.
+    """
+
     name = "cache-fair"
     summary = ("cache-fair (seed 003): fair miss rate by regression, time slices of cache-fair "
                "threads adjusted toward their fair IPC, taken from best-effort threads")
@@ -130,6 +122,7 @@ class CacheFair(Linux):
                  resample_insns: int = 1_000_000_000, sample_us: float = 100.0,
                  fair_rate: float | None = None) -> None:
         super().__init__()
+        self.cfs.key = self.sort_key  # the pick forgives the credited CPU time
         self.fair_ids, self.be_ids = _ids(fair), _ids(best_effort)
         if self.fair_ids & self.be_ids:
             raise ValueError(f"cache-fair: threads {sorted(self.fair_ids & self.be_ids)} are "
@@ -243,14 +236,12 @@ class CacheFair(Linux):
         if i1 - i0 < self.interval or c1 <= c0:
             return
         th.mark = (i1, c1, m1)
-        ipc, rate = (i1 - i0) / (c1 - c0), (m1 - m0) / (c1 - c0)
         core = max(self.sim.last_core(t), 0)
-        pen = self.penalty[core]
-        if rate * pen >= 1 or th.fair_rate * pen >= 1:
-            return
-        fair_insns = fair_ipc(ipc, rate, th.fair_rate, pen) * (c1 - c0)
         freq = self.sim.core_config(core).operating_point(self.sim.level(core)).freq_ghz * 1e9
-        seconds = (fair_insns - (i1 - i0)) / (ipc * freq)
+        seconds = compensation_s(i1 - i0, c1 - c0, m1 - m0, th.fair_rate, self.penalty[core],
+                                 freq)
+        if math.isnan(seconds):
+            return  # a miss rate at which the model has no IPC
         self._adjust(t, seconds)
         if self.be_all:
             be = self.be_all[self.next_be % len(self.be_all)]
@@ -271,9 +262,9 @@ class CacheFair(Linux):
             + max(self.extra[t], 0.0)
 
     def sort_key(self, task: int) -> float:
-        """``linux``'s ``vruntime`` less the thread's credit: what its pick (interrupts first,
+        """CFS's ``vruntime`` less the thread's credit: what its pick (interrupts first,
         then the least key) and wake-up preemption compare (see the module)."""
-        return self.vruntime(task) - self.credit.get(task, 0.0)
+        return self.cfs.vruntime(task) - self.credit.get(task, 0.0)
 
     def time_slice(self, work, core: int) -> float:
         base = self.cfs_slice(core)

@@ -8,7 +8,8 @@ What comes from seed 002:
   server and of which stack, and "place[s] each component of the network stack on its own
   core". Here the components are the OS work kinds of ``disaggregate-os`` (system calls by
   subsystem: file system, network, memory, process, other; interrupts with bottom halves;
-  kernel threads: :mod:`.subsystems`) on half the cores, the applications on the other half.
+  kernel threads: :mod:`.subsystems`) on half the cores, the applications on the other half,
+  placed as ``disaggregate-os`` places them (:mod:`.core_split`, dedicated by kind).
 * **Frequency per core** (4.4, 4.5): each component's core is scaled independently ("drivers
   often do not need powerful cores"), while application cores keep "the voltage and frequency
   settings selected for the applications" (section 2): their configured level.
@@ -25,9 +26,12 @@ What comes from seed 002:
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from .disaggregate_os import DisAggregateOS
+from .core_split import CoreSplit
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pysched.sandbox.metrics import SandboxStats
 
 
 def lowest_level(cycles: float, seconds: float, freqs_ghz: Sequence[float],
@@ -40,11 +44,21 @@ def lowest_level(cycles: float, seconds: float, freqs_ghz: Sequence[float],
     return len(freqs_ghz) - 1
 
 
-class ProfileDvfs(DisAggregateOS):
+class ProfileDvfs(CoreSplit):
+    """OS cores dedicated by kind as in ``disaggregate-os``, each set at every epoch end to the
+    lowest DVFS level that meets the target.
+
+    Parameters
+    ----------
+    target : float
+        Largest share of an epoch that an OS core's last-epoch cycles may fill, in (0, 1].
+    """
+
     name = "profile-dvfs"
     summary = ("seed 002: OS components on dedicated cores, each OS core at the lowest DVFS "
                "level meeting a utilisation target from the last epoch's load")
     source = "seed 002 (NEWTOS), sections 2, 4.2, 4.4, 4.5"
+    by_kind = True
 
     def __init__(self, target: float = 0.8) -> None:
         super().__init__()
@@ -55,7 +69,7 @@ class ProfileDvfs(DisAggregateOS):
         #: (epoch, core, level) of every change.
         self.changes: list[tuple[int, int, int]] = []
 
-    def epoch_end(self, epoch: int, stats) -> None:
+    def epoch_end(self, epoch: int, stats: SandboxStats) -> None:
         sim = self.sim
         if stats.elapsed_s <= 0:
             return

@@ -1,10 +1,18 @@
-"""Which kernel subsystem an x86-64 system call number belongs to (for policies that place OS
-work by kind: DisAggregateOS, seed 002's profile-based placement).
+"""Kinds of OS work, for policies that place it by kind (DisAggregateOS, seed 002's
+profile-based placement): which kernel subsystem an x86-64 system call number belongs to, the
+kind of a SuperFunction, and the OS cores of each kind.
 
 Approximation: the number alone decides, so ``read``/``write`` on a socket count as file
 system work (the file descriptor's kind is not in the trace's system call row).
 """
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pysched.superfunctions.functype import Category
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pysched.sandbox.engine import Work
 
 FS, NET, MM, PROC, OTHER = "fs", "net", "mm", "proc", "other"
 KINDS = (FS, NET, MM, PROC, OTHER)
@@ -34,3 +42,27 @@ def subsystem(nr: int) -> str:
     if nr in _PROC:
         return PROC
     return OTHER
+
+
+#: Kinds of OS work in the order they are dealt OS cores: ``irq`` (interrupts and bottom
+#: halves), the subsystems of system calls, ``kthread`` (kernel threads).
+OS_KINDS = ("irq",) + KINDS + ("kthread",)
+_IRQ = (int(Category.INTERRUPT), int(Category.BOTTOM_HALF))
+_KTHREAD = int(Category.KERNEL_THREAD)
+
+
+def work_kind(work: Work) -> str:
+    """The kind (one of :data:`OS_KINDS`) of OS SuperFunction ``work``."""
+    if work.category in _IRQ:
+        return "irq"
+    if work.category == _KTHREAD:
+        return "kthread"
+    return subsystem(work.number)
+
+
+def kind_cores(cores: list[int]) -> dict[str, list[int]]:
+    """The OS ``cores`` dealt to the kinds (``irq``: interrupts and bottom halves; the
+    subsystems of system calls; ``kthread``) round-robin; with fewer cores than kinds, kind
+    ``i`` shares core ``i mod len(cores)``."""
+    return {k: [c for j, c in enumerate(cores) if j % len(OS_KINDS) == i]
+            or [cores[i % len(cores)]] for i, k in enumerate(OS_KINDS)}
