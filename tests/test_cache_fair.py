@@ -54,7 +54,7 @@ class FakeSim:
     """Counters and cores as SimView offers them, set by the test."""
 
     def __init__(self, ncores=2, ntasks=4):
-        self.ncores, self.load, self.now = ncores, 1, 0.0
+        self.ncores, self.copies, self.now = ncores, 1, 0.0
         self.workload = SimpleNamespace(ntasks=ntasks)
         self.machine = machine(ncores)
         self.insns = np.zeros(ntasks, dtype=np.int64)

@@ -31,7 +31,7 @@ class AsTraced(Policy):
         self._order: list[list[int]] = [[] for _ in range(sim.ncores)]
         n = len(w)
         keys = []
-        for copy in range(sim.load):
+        for copy in range(sim.copies):
             for i in range(n):
                 keys.append((int(start[i]), copy, copy * n + i, int(vcpu[i])))
         keys.sort()

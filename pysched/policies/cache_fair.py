@@ -158,7 +158,7 @@ class CacheFair(CfsPolicy):
     def attach(self, sim) -> None:
         super().attach(sim)
         nt = sim.workload.ntasks
-        self.ntasks_all = nt * sim.load
+        self.ntasks_all = nt * sim.copies
         self.fair_all = [t for t in range(self.ntasks_all) if t % nt in self.fair_ids]
         self.be_all = [t for t in range(self.ntasks_all) if t % nt in self.be_ids]
         self.threads = {t: _Thread() for t in self.fair_all}

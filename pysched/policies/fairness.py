@@ -60,7 +60,7 @@ class Fairness(CfsPolicy):
 
     def attach(self, sim: SimView) -> None:
         super().attach(sim)
-        n = sim.workload.ntasks * sim.load
+        n = sim.workload.ntasks * sim.copies
         # per thread and core type (0 big, 1 small): instructions and seconds so far
         self.insns = np.zeros((n, 2))
         self.secs = np.zeros((n, 2))

@@ -30,6 +30,9 @@ class HRRS(CfsPolicy):
     summary = ("HRRS: linux above; every hardware quantum (1 ms) the big core's thread swaps "
                "with a small core's, round-robin (asymmetric machines)")
     source = "seed 001 (HRRS), sections 3.1, 3.2, 4.1, 4.2"
+    #: What seed 001 states of the machine (section 4.2): "we presume a fixed 1,000 cycle
+    #: penalty" for a context switch; nothing on moves, idle cores or shared data.
+    paper_model = {"switch_cost": "flat"}
 
     def __init__(self, quantum_ms: float = 1.0, retry_us: float = 10.0) -> None:
         super().__init__()

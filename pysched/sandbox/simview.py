@@ -88,8 +88,8 @@ class SimView:
         return None if g < 0 else self._e.work(g)
 
     @property
-    def load(self) -> int:
-        """Copies of the workload."""
+    def copies(self) -> int:
+        """Copies of the workload replayed together (``SandboxConfig.copies``)."""
         return self._e.K
 
     def home_of(self, copy: int, vcpu: int) -> int:
