@@ -49,7 +49,7 @@ def sweep_cli(*args: str, **kw) -> subprocess.Popen:
     ('[[grid]]\ntrace = "TRACE"\npolicy = "linux"\nload_unit = ["copies", "cores"]\n',
      "grid[0].load_unit[1]: expected one of 'machine', 'copies', got 'cores'"),
     ('[[grid]]\ntrace = "TRACE"\npolicy = "linux"\nswitch_cost = ["flat", "free"]\n',
-     "grid[0].switch_cost[1]: expected one of 'flat', 'traced', got 'free'"),
+     "grid[0].switch_cost[1]: expected one of 'traced', 'flat', 'zero', got 'free'"),
     ('[[grid]]\npolicy = "linux"\n', "grid[0]: missing key 'trace'"),
     ('[[grid]]\ntrace = "nowhere"\npolicy = "linux"\n', "grid[0].trace: 'nowhere'"),
     ('[[point]]\ntrace = "TRACE"\npolicy = "linux"\ncores = [2, 4]\n',
@@ -128,7 +128,7 @@ def test_the_load_unit_and_the_result_version_enter_the_point_key(tmp_path, monk
     assert len(list((tmp_path / "out" / "runs").glob("*.parquet"))) == 2
 
 
-def test_the_switch_cost_enters_the_key_only_when_not_flat(tmp_path):
+def test_the_switch_cost_is_a_dimension_of_every_point(tmp_path):
     from pysched.sweep.run import run_point
     from pysched.sweep.summary import summarise, summary_text
     pts = load_spec(spec_file(tmp_path, '[[grid]]\ntrace = "TRACE"\npolicy = "linux"\n'
@@ -136,13 +136,17 @@ def test_the_switch_cost_enters_the_key_only_when_not_flat(tmp_path):
                                         'switch_cost = ["flat", "traced"]\n')).points
     flat, traced = pts
     assert (flat.switch_cost, traced.switch_cost) == ("flat", "traced")
-    # a flat point keeps the key it had before switch costs were a dimension
     same = dataclasses.replace(flat, switch_cost="flat")
     assert same.key == flat.key != traced.key
-    assert "switch_cost" not in flat.label() and "switch_cost=traced" in traced.label()
+    assert "switch_cost=flat" in flat.label() and "switch_cost=traced" in traced.label()
+    # the model's settings and a window are dimensions too
+    assert dataclasses.replace(flat, model=(("idle_retry", False),)).key != flat.key
+    assert dataclasses.replace(flat, epochs=2).key != flat.key
     runs = pd.concat([run_point(p)[1] for p in pts], ignore_index=True)
     assert runs["switch_cost"].tolist() == ["flat", "traced"]
-    assert runs["switch_cost_cycles"].iloc[0] == 1000 and runs["switch_cost_cycles"].iloc[1] < 1000
+    # traced: the path runs through the caches (-1 cycles per switch: measured, not set)
+    assert runs["switch_cost_cycles"].tolist() == [1000, -1]
+    assert runs["switch_path_insns"].iloc[1] > 0
     table = summarise(runs)
     assert table["switch_cost"].tolist() == ["flat", "traced"]
     # each run is its own model's baseline: both are linux
