@@ -394,8 +394,9 @@ class Engine:
         self._init_stats()
 
     def _init_switch_path(self, path) -> None:
-        """The traced switch path's instruction ranges (:class:`.switch_cost.TracedSwitch`),
-        for ``switch_cycles = None``: each switch replays the next ``per_switch`` of them."""
+        """The traced switch path (:class:`.switch_cost.TracedSwitch`), for ``switch_cycles =
+        None``: its ranges' accesses laid end to end as one cyclic stream, of which each switch
+        replays the next ``per_switch`` instructions' (see the module)."""
         self.sw_path = path
         if self.cfg.switch_cycles is not None:
             return
@@ -403,42 +404,54 @@ class Engine:
             raise ValueError("the traced switch cost needs the trace's switch path "
                              "(simulate(switch_path=...)); give switch_cycles instead")
         runs = np.asarray(path.runs, dtype=np.int64)
-        keep = np.isin(runs[:, 0], list(self.w.vcpus)) & (runs[:, 2] > runs[:, 1])
-        self.sw_runs = runs[keep]
-        if not len(self.sw_runs):
+        runs = runs[np.isin(runs[:, 0], list(self.w.vcpus)) & (runs[:, 2] > runs[:, 1])]
+        if not len(runs):
             raise ValueError("the trace's switch path lies on no replayed vCPU")
+        fp = self.fp
+        addrs, kinds, pos = [], [], []
+        total = 0
+        for v, a, b in runs.tolist():
+            lo, hi = (int(x) for x in fp.index(v, [a, b]))
+            ad, kd = fp.take(v, lo, hi)
+            addrs.append(ad)
+            kinds.append(kd)
+            # each access's instruction in the stream
+            pos.append(fp.icount[v][lo:hi].astype(np.int64) - a + total)
+            total += b - a
+        self.sw_addr = np.concatenate(addrs)
+        self.sw_kind = np.concatenate(kinds)
+        self.sw_pos = np.concatenate(pos)
+        self.sw_cls = np.full(len(self.sw_addr), self.sched_class, dtype=np.uint16)
+        self.sw_total = total   # instructions in one pass of the stream
         self.sw_per = float(path.per_switch)
-        self.sw_j = 0          # run of the path replayed next
-        self.sw_off = 0        # instructions of it already replayed
-        self.sw_count = 0      # switches replayed
-        self.sw_insns = 0      # their instructions
+        self.sw_count = 0       # switches replayed
+        self.sw_insns = 0       # their instructions
 
     def _switch_path(self, c: int) -> float:
         """Run core ``c``'s share of the traced switch path through its caches: cycles."""
-        want = int(round((self.sw_count + 1) * self.sw_per)) - self.sw_insns
+        n = int(round((self.sw_count + 1) * self.sw_per)) - self.sw_insns
         self.sw_count += 1
-        cycles = 0.0
-        runs, fp = self.sw_runs, self.fp
-        while want > 0:
-            v, start, stop = (int(x) for x in runs[self.sw_j])
-            a0 = start + self.sw_off
-            n = min(want, stop - a0)
-            lo, hi = (int(x) for x in fp.index(v, [a0, a0 + n]))
-            addr, kind = fp.take(v, lo, hi)
-            stall = 0.0
-            if len(addr):
-                cls = np.full(len(addr), self.sched_class, dtype=np.uint16)
-                served = self.hier.run(c, addr, kind, cls)
-                stall = float(self.stall[c][kind, served].sum())
-            cycles += n * self.cpi[c] + stall
-            self.sw_insns += n
-            self.s_switch_insns[c] += n
-            want -= n
-            self.sw_off += n
-            if start + self.sw_off >= stop:
-                self.sw_j = (self.sw_j + 1) % len(runs)
-                self.sw_off = 0
-        return cycles
+        if n <= 0:
+            return 0.0
+        start = self.sw_insns % self.sw_total
+        self.sw_insns += n
+        self.s_switch_insns[c] += n
+        # accesses of instructions [start, start + n) of the cyclic stream, wrapping around
+        pieces, left = [], n
+        pos = self.sw_pos
+        while left > 0:
+            take = min(left, self.sw_total - start)
+            lo, hi = np.searchsorted(pos, (start, start + take)).tolist()
+            if hi > lo:
+                pieces.append((lo, hi))
+            left -= take
+            start = 0
+        stall = 0.0
+        for lo, hi in pieces:
+            kind = self.sw_kind[lo:hi]
+            served = self.hier.run(c, self.sw_addr[lo:hi], kind, self.sw_cls[lo:hi])
+            stall += float(self.stall[c][kind, served].sum())
+        return n * self.cpi[c] + stall
 
     def charge(self, c: int, insns: float) -> None:
         """``insns`` instructions of the policy's own routine on core ``c`` (:meth:`SimView.
