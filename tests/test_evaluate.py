@@ -110,6 +110,39 @@ def test_the_load_unit_sets_the_copies_a_run_replays():
         evaluate([t], ["linux"], cores=[3], loads=[1], load_unit="cores")
 
 
+def test_a_measure_adds_its_columns_to_every_run_row():
+    from sandbox_factory import FIRST, START, prepared
+    from test_sandbox import machine
+
+    from pysched.evaluation import evaluate
+    t = prepared([[(0, 400, 0, FIRST)] + [(0, 3000, 1, START), (0, 400, 0, START)] * 5
+                  for _ in range(3)], ntypes=2)
+    watched = []
+
+    class Ends:
+        """Each run's last thread end, and the policy it watched before the replay."""
+
+        def watch(self, policy, trace):
+            watched.append((policy.name, trace.name, getattr(policy, "sim", None)))
+
+        def __call__(self, res, policy, trace):
+            return {"last_end_s": float(res.task_end_s.max()), "watched": policy.name}
+
+    run = dict(cores=[2], loads=[1], base=machine(2), switch_cost="flat")
+    _, runs = evaluate([t], ["linux", "schedtask"], measure=Ends(), **run)
+    # watched before the replay (not attached yet), measured after it, one row each
+    assert watched == [("linux", "tiny", None), ("schedtask", "tiny", None)]
+    assert runs["watched"].tolist() == ["linux", "schedtask"]
+    assert (runs["last_end_s"] > 0).all()
+    assert np.allclose(runs["last_end_s"], runs["elapsed_s"])
+    # without a measure the rows are as before; a measure may not replace the runner's columns
+    _, plain = evaluate([t], ["linux"], **run)
+    assert set(runs.columns) - set(plain.columns) == {"last_end_s", "watched"}
+    with pytest.raises(ValueError, match="measure: copies, instructions are columns"):
+        evaluate([t], ["linux"], measure=lambda res, pol, tr: {"instructions": 0, "copies": 0},
+                 **run)
+
+
 def test_the_summary_says_where_the_core_time_went():
     from pysched.evaluation.report import core_time, summary_markdown
     runs = _runs({"schedtask": {"apache": 0.2, "find": 0.0}})
