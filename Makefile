@@ -14,7 +14,7 @@
 #   make sweep  the example sensitivity sweep (sweeps/example.toml) on a local Dask cluster
 #   make notebook  JupyterLab on notebooks/ from .venv
 #   make evaluate-paper  the study beside the SchedTask paper: every policy at 1X..8X, stealing
-#               and heatmap variants, on the eight shipped workloads (hours; resumes by part)
+#               and heatmap variants, on the eight shipped workloads (hours; a re-run resumes)
 PY      := .venv/bin/python
 PYSCHED := .venv/bin/pysched
 RUN_OUT ?= results
@@ -98,13 +98,14 @@ data-seeds: plugin guest
 # trace, with the paper's figures beside ours (results/summary.md); then a short evaluation of
 # SchedTask and its baselines against linux on the same traces, 8 cores at the paper's 2X (two
 # traced vCPUs' work per core: 8 copies of each 2-vCPU trace), each run a window of its first
-# 5 epochs (results/sandbox/summary.md, beside the paper's section 6).
-RUN_EVAL_ARGS ?= --cores 8 --load 2 --epochs 5
+# 5 epochs: the 2X part of the SchedTask paper study (results/sandbox/summary.md, beside the
+# paper's section 6).
+RUN_EVAL_ARGS ?= --cores 8 --loads 2 --variants none --epochs 5
 run: plugin guest
 	rm -rf $(RUN_OUT)
 	$(PYSCHED) analyse --data data --out $(RUN_OUT)
-	$(PYSCHED) evaluate $(addprefix data/,$(DATA_WORKLOADS)) --policies $(EVAL_POLICIES) \
-	    $(RUN_EVAL_ARGS) --out $(RUN_OUT)/sandbox > /dev/null
+	$(PYSCHED) study schedtask-paper --data data $(RUN_EVAL_ARGS) --out $(RUN_OUT)/sandbox \
+	    > /dev/null
 	$(PYSCHED) seeds --data data --out $(RUN_OUT)/seeds > /dev/null
 	@echo "make run: results in $(RUN_OUT)/summary.md, $(RUN_OUT)/sandbox/summary.md and $(RUN_OUT)/seeds/summary.md"
 
@@ -136,38 +137,22 @@ sweep: setup
 notebook: setup
 	@test -x .venv/bin/jupyter-lab || .venv/bin/pip install -q -e '.[test,notebook]'
 	.venv/bin/jupyter-lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
-# The study beside the SchedTask paper (section 6, Table 4, Figs 7-11), in parts that are each
-# a `pysched evaluate` directory, finished or absent, so an interrupted study resumes where it
-# stopped (`make -j2` runs two parts at once). Per workload, in this order over all workloads:
-# every policy at 2X (Fig 7, 8, 10), SchedTask's stealing (Fig 9) and Page-heatmap (Fig 11)
-# variants at 2X, every policy at the other loads (Table 4); loads are the paper's, relative to
-# the machine (kX on PAPER_CORES cores: k * PAPER_CORES / 2 copies of a 2-vCPU trace).
-# pysched.evaluation.study then writes the combined summary beside the paper's figures; it
-# leaves out parts written when --load counted copies (no load_unit column): delete them.
+# The study beside the SchedTask paper (section 6, Table 4, Figs 7-11): `pysched study
+# schedtask-paper`, whose grid pysched/studies/schedtask_paper/study.py declares (every policy at
+# 1X, 2X, 4X and 8X, SchedTask's stealing and Page-heatmap variants at 2X, on the eight
+# workloads; loads relative to the machine: kX on PAPER_CORES cores is k * PAPER_CORES / 2 copies
+# of a 2-vCPU trace). Its runs are sweep points on a local Dask cluster (a worker per core),
+# stored under PAPER_OUT/points as they finish, so an interrupted study resumes where it
+# stopped; the summary beside the paper's figures is written when every run is stored.
 PAPER_OUT ?= results/paper
 PAPER_CORES ?= 8
-# More `pysched evaluate` options for every part, e.g. PAPER_ARGS="--epochs 5": a window of
-# each replay instead of the whole (the summary says so).
+# More `pysched study schedtask-paper` options, e.g. PAPER_ARGS="--epochs 5" (a window of each
+# replay instead of the whole; the summary says so), "--loads 2 --variants none" (the 2X
+# figures only), "--workers 1" or "--scheduler tcp://HOST:8786".
 PAPER_ARGS ?=
-PAPER_LOADS ?= 1,4,8
-PAPER_VARIANTS ?= schedtask:stealing=none,schedtask:stealing=same,\
-	schedtask:heatmap_bits=128,schedtask:heatmap_bits=256,schedtask:heatmap_bits=1024,\
-	schedtask:heatmap_bits=2048
-PAPER_PARTS := $(foreach p,2x variants loads,\
-	$(foreach w,$(DATA_WORKLOADS),$(PAPER_OUT)/parts/$(w)-$(p)/runs.csv))
-evaluate-paper: $(PAPER_PARTS)
-	$(PY) -m pysched.evaluation.study $(PAPER_OUT)/parts/* --out $(PAPER_OUT)
-
-PAPER_EVAL = @mkdir -p $(PAPER_OUT)/logs && rm -rf $(@D) && \
-	$(PYSCHED) evaluate data/$* --cores $(PAPER_CORES) $(PAPER_ARGS) --out $(@D)
-$(PAPER_OUT)/parts/%-2x/runs.csv:
-	$(PAPER_EVAL) --policies $(EVAL_POLICIES) --load 2 > $(PAPER_OUT)/logs/$*-2x.log 2>&1
-$(PAPER_OUT)/parts/%-variants/runs.csv:
-	$(PAPER_EVAL) --policies $(subst $(eval) ,,$(PAPER_VARIANTS)) --load 2 \
-	    > $(PAPER_OUT)/logs/$*-variants.log 2>&1
-$(PAPER_OUT)/parts/%-loads/runs.csv:
-	$(PAPER_EVAL) --policies $(EVAL_POLICIES) --load $(PAPER_LOADS) \
-	    > $(PAPER_OUT)/logs/$*-loads.log 2>&1
+evaluate-paper: setup
+	$(PYSCHED) study schedtask-paper --data data --cores $(PAPER_CORES) $(PAPER_ARGS) \
+	    --out $(PAPER_OUT)
 
 test: plugin guest
 	$(PY) -m pytest -q -m "not slow"

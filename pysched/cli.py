@@ -21,9 +21,11 @@ _COMMANDS: dict[str, tuple[str, str]] = {
                  "replay traces under scheduling policies on simulated cores, epoch by epoch"),
     "sweep": ("pysched.sweep.command",
               "a grid of sandbox runs (workloads, policies, cores, loads, caches) on Dask"),
-    "ablate": ("pysched.studies.command",
+    "ablate": ("pysched.studies.ablate_command",
                "which rule of the sandbox's model decides a policy's result against a baseline"),
-    "seeds": ("pysched.evaluation.seeds",
+    "study": ("pysched.studies.study_command",
+              "a study on Dask, resumable: schedtask-paper (the SchedTask paper's section 6)"),
+    "seeds": ("pysched.studies.seeds",
               "the other seeds' tables (HRRS, cache-fair, DVFS placement) on the shipped traces"),
 }
 

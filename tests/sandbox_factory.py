@@ -80,4 +80,13 @@ def tiny(threads, interrupts=(), deps=(), vcpus=(0,), ntypes=None):
     return w, Footprint(64, False, ic, ad, kd)
 
 
-__all__ = ["FIRST", "START", "tiny"]
+def prepared(threads, name: str = "tiny", **kw):
+    """:func:`tiny` as a :class:`~pysched.evaluation.runner.PreparedTrace` for ``evaluate``
+    (no events and no traced switch path: run it at the ``flat`` or ``zero`` switch cost)."""
+    from pysched.evaluation.runner import PreparedTrace
+    w, fp = tiny(threads, **kw)
+    app = np.flatnonzero(w.type_category == int(Category.APPLICATION))
+    return PreparedTrace(name, name, w, fp, None, app, w.total_insns, {"workload": name})
+
+
+__all__ = ["FIRST", "START", "prepared", "tiny"]

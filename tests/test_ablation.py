@@ -93,7 +93,7 @@ def test_ablate_writes_its_tables_and_resumes(tmp_path, capsys):
 
 
 def test_the_example_machine_file_is_seed_001s_machine():
-    from pysched.evaluation.asymmetric import acmp_machine
+    from pysched.studies.seed001_hrrs import acmp_machine
     from pysched.models.machine import MachineConfig
     root = Path(__file__).resolve().parents[1]
     assert MachineConfig.load(root / "machines" / "seed001-acmp.toml") == acmp_machine()

@@ -279,7 +279,7 @@ def test_combined_workloads_run_side_by_side():
 def test_the_seed_003_measures_on_a_known_table():
     import pandas as pd
 
-    from pysched.evaluation.cache_fair import best_effort_loss, variability
+    from pysched.studies.seed003_cache_fair import best_effort_loss, variability
     idx = pd.MultiIndex.from_product([["slow", "fast"], ["default", "cache-fair"]],
                                      names=["schedule", "scheduler"])
     runs = pd.DataFrame({"principal_ms": [12.0, 10.5, 10.0, 10.0],

@@ -57,9 +57,9 @@ def test_a_small_evaluation_is_written_whole(tmp_path):
     r = evaluate(str(DATA / "dss-mem"), "--policies", "linux,schedtask", "--cores", "2",
                  "--load", "1,2", "--out", str(out))
     assert r.returncode == 0, r.stderr
-    # Fig 7 / Table 4 beside the paper's, for the one core count that has linux runs
+    # the generic evaluation: the paper beside it is the SchedTask paper study's
     assert {p.name for p in out.iterdir()} == {"epochs.parquet", "runs.csv", "summary.md",
-                                                "epochs.png", "paper-2cores.png"}
+                                                "epochs.png"}
     runs = pd.read_csv(out / "runs.csv")
     assert len(runs) == 4 and set(runs["policy"]) == {"linux", "schedtask"}
     # 2 cores of a 2-vCPU trace: 1X is one copy, 2X two (one traced vCPU's work per core)
@@ -110,9 +110,44 @@ def test_the_load_unit_sets_the_copies_a_run_replays():
         evaluate([t], ["linux"], cores=[3], loads=[1], load_unit="cores")
 
 
+def test_a_measure_adds_its_columns_to_every_run_row():
+    from sandbox_factory import FIRST, START, prepared
+    from test_sandbox import machine
+
+    from pysched.evaluation import evaluate
+    t = prepared([[(0, 400, 0, FIRST)] + [(0, 3000, 1, START), (0, 400, 0, START)] * 5
+                  for _ in range(3)], ntypes=2)
+    watched = []
+
+    class Ends:
+        """Each run's last thread end, and the policy it watched before the replay."""
+
+        def watch(self, policy, trace):
+            watched.append((policy.name, trace.name, getattr(policy, "sim", None)))
+
+        def __call__(self, res, policy, trace):
+            return {"last_end_s": float(res.task_end_s.max()), "watched": policy.name}
+
+    run = dict(cores=[2], loads=[1], base=machine(2), switch_cost="flat")
+    _, runs = evaluate([t], ["linux", "schedtask"], measure=Ends(), **run)
+    # watched before the replay (not attached yet), measured after it, one row each
+    assert watched == [("linux", "tiny", None), ("schedtask", "tiny", None)]
+    assert runs["watched"].tolist() == ["linux", "schedtask"]
+    assert (runs["last_end_s"] > 0).all()
+    assert np.allclose(runs["last_end_s"], runs["elapsed_s"])
+    # without a measure the rows are as before; a measure may not replace the runner's columns
+    _, plain = evaluate([t], ["linux"], **run)
+    assert set(runs.columns) - set(plain.columns) == {"last_end_s", "watched"}
+    with pytest.raises(ValueError, match="measure: copies, instructions are columns"):
+        evaluate([t], ["linux"], measure=lambda res, pol, tr: {"instructions": 0, "copies": 0},
+                 **run)
+
+
 def test_the_summary_says_where_the_core_time_went():
+    from test_schedtask_paper_study import paper_runs
+
     from pysched.evaluation.report import core_time, summary_markdown
-    runs = _runs({"schedtask": {"apache": 0.2, "find": 0.0}})
+    runs = paper_runs({"schedtask": {"apache": 0.2, "find": 0.0}})
     runs.loc[(runs["policy"] == "schedtask") & (runs["trace"] == "find"), "idle_fraction"] = 0.3
     t = core_time(runs).set_index(["load", "policy"])
     assert list(t.index) == [(1, "linux"), (1, "schedtask"), (2, "linux"), (2, "schedtask")]
@@ -136,115 +171,9 @@ def test_the_summary_says_where_the_core_time_went():
     old = summary_markdown(runs.drop(columns=["switches", "switch_cycles"]))
     assert "| linux | 10.0 | - | - | - | - | 1.00 | 0.05 | - | 90.0 | 80.0 |" in old
     # a load counted in copies is named so, and not set beside the paper's loads
-    md = summary_markdown(runs.assign(load_unit="copies"))
+    from pysched.studies.schedtask_paper.comparison import comparison_markdown
+    md = summary_markdown(runs.assign(load_unit="copies"), sections=[comparison_markdown])
     assert "## 8 cores, 2 copies" in md and "Beside the paper" not in md
-
-
-# --- beside the paper (pysched.evaluation.paper) and the study in parts ---------------------
-
-def _runs(changes: dict[str, dict[str, float]], loads=(1, 2), cores: int = 8) -> pd.DataFrame:
-    """Synthetic run rows: per policy, its throughput ratio to linux per workload."""
-    rows = []
-    for load in loads:
-        for wl in ("apache", "find"):
-            for pol, ch in {"linux": {"apache": 0.0, "find": 0.0}, **changes}.items():
-                ratio = 1 + ch[wl]
-                rows.append({"trace": wl, "workload": wl, "policy": pol, "cores": cores,
-                             "load": load, "load_unit": "machine", "copies": 4 * load,
-                             "has_events": True, "events": 100,
-                             "events_per_s": 1000.0 * ratio, "throughput": 2e9 * ratio,
-                             "instructions": 10**9, "migrations": 50 if pol == "linux" else 500,
-                             "cycles": 4e7, "migration_cycles": 4e5 if pol == "linux" else 4e6,
-                             "switches": 2000 if pol == "linux" else 4000,
-                             "switch_cycles": 2e6 if pol == "linux" else 4e6,
-                             "idle_fraction": 0.1, "icache_app": 0.9, "icache_os": 0.8,
-                             "dcache_app": 0.95, "dcache_os": 0.9, "fairness": 0.9,
-                             "irq_latency_mean_s": 1e-6, "elapsed_s": 0.01, "wall_s": 1.0,
-                             "busy_s": 0.04 / ratio})
-    return pd.DataFrame(rows)
-
-
-def test_geomean_change_is_the_geometric_mean_of_ratios():
-    from pysched.evaluation.paper import geomean_change
-    assert geomean_change([0.1, -0.1]) == pytest.approx((1.1 * 0.9) ** 0.5 - 1)
-    assert geomean_change([0.21, 0.21]) == pytest.approx(0.21)
-    assert np.isnan(geomean_change([])) and np.isnan(geomean_change([0.5, -1.0]))
-
-
-def test_the_summary_sets_ours_beside_the_papers_figures():
-    from pysched.evaluation.paper import comparison_markdown
-    from pysched.evaluation.report import summary_markdown
-    runs = _runs({"schedtask": {"apache": 0.21, "find": 0.21},
-                  "slicc": {"apache": 0.1, "find": -0.1},
-                  "schedtask:stealing=none": {"apache": 0.0, "find": 0.0},
-                  "schedtask:heatmap_bits=128": {"apache": 0.05, "find": 0.05}})
-    md = comparison_markdown(runs)
-    assert md in summary_markdown(runs)
-    fig7 = md.split("### Fig 7")[1].split("###")[0]
-    # ours (geomean of the two workloads) beside the paper's Fig 7 geomeans
-    assert "| schedtask | +21.0 | +22.8 |" in fig7
-    assert f"| slicc | {100 * ((1.1 * 0.9) ** 0.5 - 1):+.1f} | +11.4 |" in fig7
-    # and per busy core-second (same instructions in 1/ratio of the busy time)
-    assert fig7.count("| schedtask | +21.0 | +21.0 | +21.0 |") == 2 and "busy core-second" in fig7
-    # Table 4 at 2X: ours, then the paper's row for the same workloads (Apache 39, Find 8)
-    t4 = md.split("### Table 4, 2X, 8 cores")[1].split("###")[0]
-    assert "| schedtask | +21.0 | +21.0 | +21.0 |" in t4
-    assert "| paper: SchedTask | +8.0 | +39.0 | +23.0 |" in t4
-    assert "| paper: SLICC | 5.0 | 5.0 | 5.0 |" in t4  # idle: Find 5, Apache 5, mean 5
-    assert "Appendix" not in t4 and "appendix's Table 4 at 8 cores" in t4
-    assert "### Fig 9" in md and "`schedtask:stealing=none` | +0.0" in md
-    assert "### Fig 11" in md and "+15.87 %" in md
-    # migrations per billion instructions (Fig 10): 500 per 10**9
-    assert "| schedtask | 500.0 | 500.0 | 500.0 |" in md.split("### Fig 10")[1]
-    assert "Why ours may differ" in md
-    # fairness among the copies of each traced thread, when the runs have it
-    assert "among the copies of each traced thread 0" not in md
-    both = comparison_markdown(runs.assign(copy_fairness=np.where(
-        runs["policy"] == "schedtask", 0.97, 0.85)))
-    assert "among the copies of each traced thread 0.970 (linux 0.850" in both
-    # Fig 8 names the traces without data accesses, whose d-cache figures are missing
-    assert "No d-cache figure" not in md
-    fig8 = comparison_markdown(runs.assign(dcache_os=np.where(runs["trace"] == "find", np.nan,
-                                                              0.9))).split("### Fig 8")[1]
-    assert "No d-cache figure for find: their traces hold no data accesses" in fig8
-    # without the baseline there is nothing to set beside the paper
-    assert comparison_markdown(runs[runs["policy"] != "linux"]) == ""
-
-
-def test_a_study_in_parts_is_put_together(tmp_path, capsys):
-    from pysched.evaluation import study
-    parts = []
-    for k, wl in enumerate(("apache", "find")):
-        r = _runs({"schedtask": {"apache": 0.2, "find": 0.1}})
-        r = r[r["trace"] == wl]
-        d = tmp_path / f"part{k}"
-        d.mkdir()
-        r.to_csv(d / "runs.csv", index=False)
-        r.assign(epoch=0).to_parquet(d / "epochs.parquet", index=False)
-        parts.append(d)
-    unfinished = tmp_path / "part9"
-    unfinished.mkdir()
-    old = tmp_path / "part8"  # from when --load K meant K copies: left out, not misread
-    old.mkdir()
-    r.drop(columns=["load_unit", "copies"]).to_csv(old / "runs.csv", index=False)
-    r.assign(epoch=0).to_parquet(old / "epochs.parquet", index=False)
-    out = tmp_path / "all"
-    assert study.main([*map(str, parts), str(unfinished), str(old), "--out", str(out)]) == 0
-    assert f"{old}: written before loads were relative to the machine" in capsys.readouterr().err
-    runs = pd.read_csv(out / "runs.csv")
-    assert set(runs["trace"]) == {"apache", "find"} and len(runs) == 8
-    text = (out / "summary.md").read_text()
-    assert "| schedtask | +10.0 | +20.0 |" in text  # the paper's order: Find, Apache
-    assert (out / "paper-8cores.png").stat().st_size > 0
-    assert study.main([str(unfinished), "--out", str(tmp_path / "none")]) == 2
-    # a part of the other switch-cost model is not combined with them
-    traced = tmp_path / "part7"
-    traced.mkdir()
-    r.assign(switch_cost="traced").to_csv(traced / "runs.csv", index=False)
-    r.assign(epoch=0).to_parquet(traced / "epochs.parquet", index=False)
-    capsys.readouterr()
-    assert study.main([*map(str, parts), str(traced), "--out", str(tmp_path / "mixed")]) == 2
-    assert "different switch costs (flat, traced)" in capsys.readouterr().err
 
 
 def test_evaluate_collects_what_schedtask_decided():
@@ -290,16 +219,3 @@ def test_a_window_is_the_first_epochs_of_the_whole_run():
 def test_bad_epochs_is_named(tmp_path):
     r = evaluate(str(DATA / "dss-mem"), "--out", str(tmp_path / "o"), "--epochs", "0")
     assert r.returncode == 2 and "--epochs" in r.stderr and "positive" in r.stderr
-
-
-def test_arrival_bound_traces_are_named():
-    from pysched.evaluation.paper import arrival_bound, comparison_markdown
-    from pysched.trace.clock import last_interrupt_s
-    runs = _runs({"schedtask": {"apache": 0.0, "find": -0.1}})
-    runs["last_irq_s"] = np.where(runs["trace"] == "find", 0.00999, 0.005)
-    assert arrival_bound(runs) == ["find"]  # linux's 10 ms run ends with find's last arrival
-    assert "**Arrival-bound traces (measured here).** find:" in comparison_markdown(runs)
-    assert arrival_bound(runs.drop(columns="last_irq_s")) == []
-    # the last interrupt of a shipped trace lies within its region (130 M instructions a vCPU
-    # at 2 G instructions per second: 65 ms)
-    assert 0.05 < last_interrupt_s(DATA / "oscp") <= 0.065

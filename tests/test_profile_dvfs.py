@@ -70,7 +70,7 @@ def test_target_is_checked():
 
 
 def test_the_split_machines_of_the_comparison():
-    from pysched.evaluation.dvfs import split_machine
+    from pysched.studies.seed002_dvfs import split_machine
     slow = split_machine(4, 0)
     assert [c.level for c in slow.cores] == [-1, -1, 0, 0]
     assert [c.operating_point().freq_ghz for c in slow.cores] == [2.6, 2.6, 1.0, 1.0]
@@ -80,7 +80,7 @@ def test_the_split_machines_of_the_comparison():
 
 def test_one_kind_of_os_work_on_a_slow_core():
     # 8 cores: the OS's are 4-7, dealt to irq, fs, net, mm, proc, other, kthread in turn
-    from pysched.evaluation.dvfs import split_machine
+    from pysched.studies.seed002_dvfs import split_machine
     from pysched.policies.subsystems import kind_cores
     where = kind_cores([4, 5, 6, 7])
     assert where["irq"] == [4] and where["net"] == [6] and where["proc"] == [4]
@@ -97,7 +97,7 @@ def test_one_kind_of_os_work_on_a_slow_core():
 
 
 def test_the_configurations_of_the_comparison():
-    from pysched.evaluation.dvfs import CONFIGS, _machine
+    from pysched.studies.seed002_dvfs import CONFIGS, _machine
     ghz = {k: [c.operating_point().freq_ghz for c in _machine(8, lv).cores]
            for k, (_, lv) in CONFIGS.items()}
     fast, slow = 2.6, 1.0

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -107,9 +108,15 @@ def _switch_cost_line(runs: pd.DataFrame) -> str:
             + "; ".join(parts) + ".")
 
 
-def summary_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
+#: A study's own part of the summary: ``section(runs, baseline)`` -> markdown ("" for none).
+Section = Callable[[pd.DataFrame, str], str]
+
+
+def summary_markdown(runs: pd.DataFrame, baseline: str = "linux",
+                     sections: Sequence[Section] = ()) -> str:
     """The summary: one table per (cores, load) with each policy's totals, and where the core
-    time went per policy (:func:`core_time`)."""
+    time went per policy (:func:`core_time`); then each of a study's ``sections`` (e.g. the
+    SchedTask paper's figures beside ours, :mod:`pysched.studies.schedtask_paper`)."""
     lines = ["# Scheduler sandbox: evaluation", ""]
     have_base = baseline in set(runs["policy"])
     r = performance(runs, baseline) if have_base else runs.assign(performance=np.nan)
@@ -170,26 +177,19 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
                      "own schedule (released at their traced time), so a policy cannot make "
                      "them wake sooner.")
         lines.append("")
-    from .paper import comparison_markdown
-    beside = comparison_markdown(runs, baseline)
-    if beside:
-        lines.append(beside)
+    for section in sections:
+        if text := section(runs, baseline):
+            lines.append(text)
     return "\n".join(lines)
 
 
-def write(out: Path, epochs: pd.DataFrame, runs: pd.DataFrame, baseline: str = "linux") -> None:
-    """Write ``epochs.parquet``, ``runs.csv``, ``summary.md`` and ``epochs.png`` into ``out``,
-    and ``paper-<cores>cores.png`` (Fig 7 and Table 4 beside the paper's) for each core count
-    that has 2X runs of the paper's techniques and ``baseline``."""
+def write(out: Path, epochs: pd.DataFrame, runs: pd.DataFrame, baseline: str = "linux",
+          sections: Sequence[Section] = ()) -> None:
+    """Write ``epochs.parquet``, ``runs.csv``, ``summary.md`` (with a study's ``sections``,
+    :func:`summary_markdown`) and ``epochs.png`` into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     epochs.to_parquet(out / "epochs.parquet", index=False)
     runs.to_csv(out / "runs.csv", index=False)
-    (out / "summary.md").write_text(summary_markdown(runs, baseline) + "\n")
-    from pysched.plots.sandbox import plot_epochs, plot_paper
+    (out / "summary.md").write_text(summary_markdown(runs, baseline, sections) + "\n")
+    from pysched.plots.sandbox import plot_epochs
     plot_epochs(epochs, out / "epochs.png")
-    from .paper import paper_loads, with_changes
-    at_paper = paper_loads(runs)
-    if baseline in set(at_paper["policy"]):
-        r = with_changes(at_paper, baseline)
-        for cores in sorted(set(r["cores"])):  # Fig 7 and Table 4 beside the paper's
-            plot_paper(r, out / f"paper-{cores}cores.png", cores)

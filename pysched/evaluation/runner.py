@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -22,7 +22,7 @@ from pysched.models.caches.config import HierarchyConfig
 from pysched.models.cores.config import CoreConfig, big_core
 from pysched.models.machine import MachineConfig
 from pysched.policies import get_policy
-from pysched.sandbox import SandboxConfig, build_footprint, build_workload, simulate
+from pysched.sandbox import RunResult, SandboxConfig, build_footprint, build_workload, simulate
 from pysched.sandbox.app_events import EVENTS, event_items
 from pysched.sandbox.metrics import stats_row
 from pysched.sandbox.kernel_data import copy_private
@@ -170,13 +170,18 @@ def _available_bytes() -> int | None:
     return None
 
 
+#: A study's own measure of a run (``evaluate(measure=...)``): ``measure(result, policy,
+#: trace)`` -> extra columns of the run's row.
+Measure = Callable[[RunResult, Any, PreparedTrace], dict[str, Any]]
+
+
 def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Sequence[int],
              loads: Sequence[int], base: MachineConfig | None = None,
              config: dict | None = None, load_unit: str = LOAD_MACHINE,
              progress: Callable[[str], None] | None = None,
              run_progress: Callable[[str, int, int], None] | None = None,
-             decisions: list[pd.DataFrame] | None = None, switch_cost: str = TRACED
-             ) -> tuple[pd.DataFrame, pd.DataFrame]:
+             decisions: list[pd.DataFrame] | None = None, switch_cost: str = TRACED,
+             measure: Measure | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every (trace, policy, cores, load) point; returns (epochs, runs) frames.
 
     ``loads`` are in ``load_unit`` (:data:`~pysched.constants.LOAD_UNITS`): by default the
@@ -236,6 +241,8 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
                 n = run_copies(t, k, ncores, load_unit)
                 for p in policies:
                     pol = get_policy(p)
+                    if (watch := getattr(measure, "watch", None)) is not None:
+                        watch(pol, t)
                     # a policy that needs more cores (SelectiveOffload) gets them (Table 3),
                     # and the same work as the others: the copies of the requested cores
                     mp = m if pol.core_factor == 1 else machine(ncores * pol.core_factor, base)
@@ -275,6 +282,11 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
                                  "dependencies": t.meta.get("dependencies", ""),
                                  "note": t.meta.get("note") or "",
                                  "wall_s": wall})
+                    extra = {} if measure is None else dict(measure(res, pol, t))
+                    if clash := sorted(set(extra) & set(runs[-1])):
+                        raise ValueError(f"measure: {', '.join(clash)} are columns of the "
+                                         f"run's row already")
+                    runs[-1].update(extra)
                     say(f"{label}: "
                         f"{res.total.instructions.sum() / wall / 1e6:.1f} M insn/s simulated")
     return pd.DataFrame(epochs), pd.DataFrame(runs)
@@ -313,5 +325,5 @@ def performance(runs: pd.DataFrame, baseline: str = "linux",
     return r
 
 
-__all__ = ["EVENTS", "PreparedTrace", "RUN_KEYS", "check_request", "copies_for", "evaluate",
-           "machine", "performance", "prepare", "run_copies"]
+__all__ = ["EVENTS", "Measure", "PreparedTrace", "RUN_KEYS", "check_request", "copies_for",
+           "evaluate", "machine", "performance", "prepare", "run_copies"]

@@ -3,7 +3,7 @@ Seltzer, Smith: "Improving performance isolation on chip multiprocessors via an 
 system scheduler"): the fair miss rate by regression and the fair IPC it gives, and the CPU
 time that makes up the difference. The ``cache-fair`` policy
 (:mod:`pysched.policies.cache_fair`) applies it online, the seed 003 experiment
-(:mod:`pysched.evaluation.cache_fair`) to the samples of several runs.
+(:mod:`pysched.studies.seed003_cache_fair`) to the samples of several runs.
 
 * **Fair miss rate** (section 3.1, equations 1-2): a thread's shared-cache miss rate (misses
   per cycle) is linear in the sum of its co-runners' miss rates,

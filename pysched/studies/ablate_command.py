@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from pathlib import Path
 
 from pysched._argtypes import positive_float, positive_int
+
+from . import on_dask
 
 EXAMPLE = ("example: pysched ablate data/apache data/find --policy schedtask --baseline linux "
            "--cores 8 --load 2 --epochs 5 --factor schedtask:steal=same,any --out out/ablation")
@@ -34,20 +35,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "defaults), or a model factor restricted to some settings, e.g. "
                         "switch_cost=traced,zero; repeatable. Every model factor is studied "
                         "(pysched.studies.ablation.FACTORS)")
-    p.add_argument("--machine", type=Path, default=None,
-                   help="machine TOML/JSON (its hierarchy and first core type)")
     p.add_argument("--out", type=Path, required=True,
                    help="results directory: runs are stored under OUT/points as they finish, "
                         "so a re-run into the same OUT resumes; ablation.csv and ablation.md "
                         "are written when every run is finished")
-    p.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
-                   help="an existing Dask scheduler (default: a local cluster)")
-    p.add_argument("--workers", type=positive_int, default=None,
-                   help="worker processes of the local cluster (default: one per core)")
-
-
-def _terminate(signum, frame):
-    raise KeyboardInterrupt  # SIGTERM unwinds like Ctrl-C: the local cluster is shut down
+    on_dask.add_arguments(p)
 
 
 def _write(path: Path, text: str) -> None:
@@ -79,45 +71,21 @@ def run(args: argparse.Namespace) -> int:
             return err(f"{t}: not a trace directory")
     if args.out.exists() and not args.out.is_dir():
         return err(f"--out {args.out} exists and is not a directory")
-    base = None
-    if args.machine is not None:
-        from pysched.models.configio import ConfigError
-        from pysched.models.machine import MachineConfig
-        try:
-            base = MachineConfig.load(args.machine)
-        except (ConfigError, OSError) as e:
-            return err(f"--machine {args.machine}: {e}")
     from pysched.trace import TraceError, preflight
     try:
+        base = on_dask.load_machine(args.machine)
         for t in args.traces:  # the checker's cheap checks before any long work
             preflight(t)
         confs, pts = points(args.traces, args.policy, args.baseline, args.cores, args.load,
                             args.epochs, factors, args.epoch_ms, base)
     except (TraceError, SweepSpecError, ValueError) as e:
         return err(str(e))
-    from pysched.sweep.run import run_sweep
     from pysched.sweep.store import ResultStore
     args.out.mkdir(parents=True, exist_ok=True)
-    store = ResultStore(args.out / "points")
     todo = list(dict.fromkeys(pts.values()))
-    say = (lambda s: print(f"[ablate] {s}", file=sys.stderr, flush=True))
-    previous = signal.signal(signal.SIGTERM, _terminate)
-    try:
-        outcome = run_sweep(
-            todo, store.out, scheduler=args.scheduler, workers=args.workers,
-            on_start=lambda n, before, dash: say(f"{n + before} runs: {n} to run, {before} "
-                                                  f"finished before"),
-            on_done=lambda p, e: say(f"{p.label()}: {'FAILED: ' + e if e else 'stored'}"))
-    except KeyboardInterrupt:
-        n = sum(store.finished(p) for p in todo)
-        return err(f"interrupted; {n} of {len(todo)} runs are stored in {args.out} (run "
-                   f"again to finish)") and 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    if outcome.failed:
-        return err(f"{len(outcome.failed)} run(s) failed (see above); the others are stored "
-                   f"in {args.out}; nothing summarised") and 1
-    df = table(confs, pts, store.read(todo, kind="runs"))
+    if status := on_dask.run_points(todo, args.out, args, "ablate", err):
+        return status
+    df = table(confs, pts, ResultStore(args.out / "points").read(todo, kind="runs"))
     paper = dict(REGISTRY[args.policy.partition(":")[0]].paper_model)
     df.to_csv(args.out / ".ablation.csv.tmp", index=False)
     os.replace(args.out / ".ablation.csv.tmp", args.out / "ablation.csv")

@@ -1,4 +1,5 @@
-"""The SchedTask paper's evaluation (seed 000, section 6 and its appendix), beside ours.
+"""The SchedTask paper's evaluation (seed 000, section 6 and its appendix), beside ours: the
+measure of :mod:`.study`.
 
 The paper's figures are transcribed here once, with where each comes from, and
 :func:`comparison_markdown` sets an evaluation's runs beside them: Fig 7 (application
@@ -15,8 +16,7 @@ import numpy as np
 import pandas as pd
 
 from pysched.constants import LOAD_MACHINE
-
-from .runner import RUN_KEYS, performance
+from pysched.evaluation.runner import RUN_KEYS, performance
 
 #: Our workload names (``pysched trace --list``) -> the paper's (section 4.2), in its order.
 WORKLOADS: dict[str, str] = {

@@ -1,9 +1,9 @@
 """``pysched seeds``: the tables of the other seeds' notebooks (05 HRRS, 06 cache-fair, 07 DVFS
 placement) on the shipped traces, beside the papers' figures, as ``make run``'s last step.
 
-The same computations as the notebooks (:mod:`.asymmetric`, :mod:`.cache_fair`,
-:mod:`.dvfs`), about a minute and a half in all; a seed whose traces are not in ``--data`` is
-left out with a line saying which trace is missing.
+The same studies as the notebooks (:mod:`.seed001_hrrs`, :mod:`.seed002_dvfs`,
+:mod:`.seed003_cache_fair`), each run through :func:`pysched.evaluation.runner.evaluate`; a seed
+whose traces are not in ``--data`` is left out with a line saying which trace is missing.
 """
 from __future__ import annotations
 
@@ -37,20 +37,22 @@ def _table(df: pd.DataFrame) -> str:
 
 
 def seed_001(data: Path, prepare) -> tuple[str, dict[str, pd.DataFrame]]:
-    from . import asymmetric as a
+    from . import seed001_hrrs as a
     runs = a.run_policies(prepare(data / "barrier"))
     sp = a.speedups(runs)
     t = pd.DataFrame({"ours": [_pct(v) for v in sp["ours"]],
                       "paper": [_pct(v) for v in sp["paper"]]}, index=sp.index)
     t.index.name = "speed-up"
     md = ("## Seed 001: HRRS on one big and three small cores (`barrier`, 4 threads)\n\n"
-          "Completion time of the program's threads (`notebooks/05-hrrs.ipynb`).\n\n"
+          "Completion time of the program's threads (`notebooks/05-hrrs.ipynb`), one copy, "
+          f"switch cost `{a.SWITCH_COST}`: the 1,000 cycles per context switch seed 001 states "
+          "(section 4.2; `hrrs`'s `paper_model`), not the default `traced`.\n\n"
           + _table(t))
     return md, {"seed001_runs": runs, "seed001_speedups": sp}
 
 
 def seed_002(data: Path, prepare) -> tuple[str, dict[str, pd.DataFrame]]:
-    from . import dvfs
+    from . import seed002_dvfs as dvfs
     names = {"10b": "netserver-10b", "100kb": "netserver-100kb", "1mb": "netserver-1mb",
              "apache": "apache-short"}
     table = dvfs.compare({k: prepare(data / d) for k, d in names.items()})
@@ -60,14 +62,14 @@ def seed_002(data: Path, prepare) -> tuple[str, dict[str, pd.DataFrame]]:
     paper = "\n".join(f"- {k}: {v}" for k, v in dvfs.PAPER.items())
     md = ("## Seed 002: OS components on dedicated cores at DVFS levels (8 cores, 4 the OS's)\n\n"
           "Completion time and energy of each configuration against `all-fast` (the same "
-          "placement, every core at 2.6 GHz); slow cores at 1.0 GHz "
-          "(`notebooks/07-dvfs.ipynb`).\n\n" + _table(t)
+          "placement, every core at 2.6 GHz); slow cores at 1.0 GHz, one copy of each trace, "
+          "the default switch cost (`traced`) (`notebooks/07-dvfs.ipynb`).\n\n" + _table(t)
           + "\n\nThe paper (section 4.4, lighttpd):\n\n" + paper)
     return md, {"seed002_runs": table, "seed002_summary": rel}
 
 
 def seed_003(data: Path, prepare) -> tuple[str, dict[str, pd.DataFrame]]:
-    from . import cache_fair as cf
+    from . import seed003_cache_fair as cf
     names = sorted({cf.PRINCIPAL, *(n for s in cf.ESTIMATE for n in s),
                     *(n for s in cf.SCHEDULES.values() for n in s)})
     traces = {n: prepare(data / n) for n in names}
@@ -82,7 +84,8 @@ def seed_003(data: Path, prepare) -> tuple[str, dict[str, pd.DataFrame]]:
     lt.index.name = "schedule"
     md = ("## Seed 003: cache-fair (2 cores, shared 4 MiB L3, principal `chase-mid`)\n\n"
           f"Fair miss rate {1e3 * est['fair_rate']:.2f} misses per 1,000 cycles "
-          f"({len(est['samples'])} samples). Variability of the principal's completion time, "
+          f"({len(est['samples'])} samples; default switch cost, `traced`). Variability of the "
+          "principal's completion time, "
           f"the slow schedule (three `chase-large`) against the OS-intensive ones "
           f"(`notebooks/06-cache-fair.ipynb`); paper: {lo:.0%}-{hi:.0%} with the default "
           f"scheduler, under {cf.PAPER['variability_cache_fair']:.0%} with cache-fair.\n\n"
@@ -91,7 +94,8 @@ def seed_003(data: Path, prepare) -> tuple[str, dict[str, pd.DataFrame]]:
           "principal's completion, and its share of that time); paper: under "
           f"{cf.PAPER['best_effort_mean']:.0%} on average, at most "
           f"{cf.PAPER['best_effort_max']:.0%}.\n\n" + _table(lt))
-    return md, {"seed003_runs": runs, "seed003_variability": var, "seed003_best_effort": loss}
+    return md, {"seed003_runs": runs, "seed003_variability": var, "seed003_best_effort": loss,
+                "seed003_samples": est["samples"]}
 
 
 SEEDS = {"001": seed_001, "002": seed_002, "003": seed_003}
@@ -105,7 +109,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .runner import prepare
+    from pysched.evaluation.runner import prepare
     cache: dict[Path, object] = {}
 
     def prep(path: Path):

@@ -24,9 +24,16 @@ run IP and TCP's receive path; sends run IP and TCP in the sender's system call.
 fewer OS cores than kinds (``driver-slow`` and ``stack-slow`` then slow those too; 8 cores give
 the kinds ``irq`` and ``net`` a core each, shared with ``proc`` and ``kthread``).
 
-Measures: the completion time of the traced threads' work (the latest end of any thread: the
-replay's interrupts arrive at their traced times, so the run's own length says little), the
-energy of the run, and energy per instruction.
+Grid (:func:`grid`): each trace (``netserver`` at three request sizes and ``apache``, short
+traces) replayed once (``load_unit="copies"``, 1 copy: seed 002 serves one instance of its
+server) under each configuration of :data:`CONFIGS`, every core of the machine set by it.
+Switch cost and model settings: ``pysched evaluate``'s defaults (``traced``); seed 002 states
+no switch cost.
+
+Measures (:func:`measure`): the completion time of the traced threads' work (the latest end of
+any thread: the replay's interrupts arrive at their traced times, so the run's own length says
+little), the energy of the run, and energy per instruction; the cores' frequencies, and what
+``profile-dvfs`` changed (how many level changes, each OS core's last level).
 """
 from __future__ import annotations
 
@@ -35,14 +42,16 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from pysched.constants import LOAD_COPIES
+from pysched.evaluation.runner import PreparedTrace
 from pysched.models.caches.config import HierarchyConfig
 from pysched.models.cores.config import big_core
 from pysched.models.machine import MachineConfig
-from pysched.policies import get_policy
 from pysched.policies.subsystems import kind_cores
-from pysched.sandbox import SandboxConfig, simulate
+from pysched.sandbox import RunResult
+from pysched.sandbox.switch_cost import TRACED
 
-from .runner import PreparedTrace
+from .grid import Run, run_grid
 
 #: label -> (policy spec, levels: ``{"*": level}`` for every OS core, ``{"app": level}`` for
 #: every application core, ``{kind: level}`` for the OS cores of those kinds; -1 the fastest,
@@ -95,28 +104,41 @@ def _machine(cores: int, levels: Mapping[str, int]) -> MachineConfig:
     return split_machine(cores, levels.get("*", -1), kinds, levels.get("app", -1))
 
 
-def run_configs(trace: PreparedTrace, cores: int = 8, configs: dict | None = None
-                ) -> pd.DataFrame:
-    """One row per configuration (see the module)."""
-    rows = []
-    for label, (spec, levels) in (configs or CONFIGS).items():
-        pol = get_policy(spec)
-        m = _machine(cores, levels)
-        res = simulate(trace.workload, trace.footprint, pol, SandboxConfig(m), trace.events)
-        t = res.total
-        done = float(np.nanmax(res.task_end_s))
-        changes = getattr(pol, "changes", [])
-        rows.append({"config": label, "completion_ms": 1e3 * done,
-                     "energy_mj": 1e3 * float(t.energy_j.sum()),
-                     "nj_per_insn": 1e9 * float(t.energy_j.sum() / t.instructions.sum()),
-                     "app_ghz": " ".join(f"{c.operating_point().freq_ghz:g}"
-                                         for c in m.cores[:cores - max(1, cores // 2)]),
-                     "os_ghz": " ".join(f"{c.operating_point().freq_ghz:g}"
-                                        for c in m.cores[cores - max(1, cores // 2):]),
-                     "level_changes": len(changes),
-                     "final_os_levels": " ".join(str(lv) for lv in _final_levels(
-                         changes, m, cores)) if changes else ""})
-    out = pd.DataFrame(rows).set_index("config")
+def measure(res: RunResult, policy, trace: PreparedTrace) -> dict:
+    """The study's columns of a run (see the module)."""
+    m, t = res.config.machine, res.total
+    cores = len(m.cores)
+    n_app = cores - max(1, cores // 2)
+    changes = getattr(policy, "changes", [])  # profile-dvfs's (epoch, core, level) changes
+    ghz = (lambda cs: " ".join(f"{c.operating_point().freq_ghz:g}" for c in cs))
+    return {"completion_ms": 1e3 * float(np.nanmax(res.task_end_s)),
+            "energy_mj": 1e3 * float(t.energy_j.sum()),
+            "nj_per_insn": 1e9 * float(t.energy_j.sum() / t.instructions.sum()),
+            "app_ghz": ghz(m.cores[:n_app]), "os_ghz": ghz(m.cores[n_app:]),
+            "level_changes": len(changes),
+            "final_os_levels": " ".join(str(lv) for lv in _final_levels(changes, m, cores))
+            if changes else ""}
+
+
+#: The study's columns of a run (:func:`run_configs`), before the comparisons.
+COLUMNS = ("completion_ms", "energy_mj", "nj_per_insn", "app_ghz", "os_ghz", "level_changes",
+           "final_os_levels", "switch_cost")
+
+
+def grid(cores: int = 8, configs: dict | None = None, switch_cost: str = TRACED) -> list[Run]:
+    """The study's runs of one trace: each configuration (default :data:`CONFIGS`) on its
+    ``cores``-core machine, one copy."""
+    return [Run((("config", label),), "trace", spec, cores, 1, LOAD_COPIES,
+                _machine(cores, levels), switch_cost)
+            for label, (spec, levels) in (configs or CONFIGS).items()]
+
+
+def run_configs(trace: PreparedTrace, cores: int = 8, configs: dict | None = None,
+                switch_cost: str = TRACED) -> pd.DataFrame:
+    """One row per configuration (see the module): :data:`COLUMNS`, then the completion time
+    and energy against ``linux`` and against ``all-fast``."""
+    rows = run_grid(grid(cores, configs, switch_cost), {"trace": trace}, measure)
+    out = rows.set_index("config")[list(COLUMNS)].copy()
     base = out.loc["linux"] if "linux" in out.index else out.iloc[0]
     out["slowdown_vs_linux"] = out["completion_ms"] / base["completion_ms"] - 1
     out["energy_vs_linux"] = out["energy_mj"] / base["energy_mj"] - 1
@@ -136,10 +158,11 @@ def _final_levels(changes, m: MachineConfig, cores: int) -> list[int]:
     return [level[c] for c in sorted(level)]
 
 
-def compare(traces: Mapping[str, PreparedTrace], cores: int = 8) -> pd.DataFrame:
+def compare(traces: Mapping[str, PreparedTrace], cores: int = 8,
+            switch_cost: str = TRACED) -> pd.DataFrame:
     """:func:`run_configs` on each trace: one row per (trace, configuration)."""
-    return pd.concat({name: run_configs(tr, cores) for name, tr in traces.items()},
-                     names=["trace", "config"])
+    return pd.concat({name: run_configs(tr, cores, switch_cost=switch_cost)
+                      for name, tr in traces.items()}, names=["trace", "config"])
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:
@@ -158,4 +181,5 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("trace")
 
 
-__all__ = ["CONFIGS", "PAPER", "compare", "run_configs", "split_machine", "summary"]
+__all__ = ["COLUMNS", "CONFIGS", "PAPER", "compare", "grid", "measure", "run_configs",
+           "split_machine", "summary"]

@@ -1,0 +1,81 @@
+"""The command-line side of a study whose runs are sweep points (``pysched ablate``,
+``pysched study``): its machine and Dask options, and running the points not yet stored under
+``OUT/points`` with progress lines, so that an interrupted study resumes when run again."""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from pysched._argtypes import positive_int
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """``--machine``, ``--scheduler`` and ``--workers``."""
+    p.add_argument("--machine", type=Path, default=None,
+                   help="machine TOML/JSON (its hierarchy and first core type)")
+    p.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
+                   help="an existing Dask scheduler (default: a local cluster)")
+    p.add_argument("--workers", type=positive_int, default=None,
+                   help="worker processes of the local cluster (default: one per core)")
+
+
+def load_machine(path: Path | None):
+    """The ``--machine`` file's :class:`~pysched.models.machine.MachineConfig` (None: none
+    given); ValueError naming the option."""
+    if path is None:
+        return None
+    from pysched.models.configio import ConfigError
+    from pysched.models.machine import MachineConfig
+    try:
+        return MachineConfig.load(path)
+    except (ConfigError, OSError) as e:
+        raise ValueError(f"--machine {path}: {e}") from None
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM unwinds like Ctrl-C: the local cluster is shut down
+
+
+def run_points(points: Sequence, out: Path, args: argparse.Namespace, tag: str,
+               err: Callable[[str], int]) -> int:
+    """Run the ``points`` not stored under ``out/points`` on Dask (``args.scheduler``,
+    ``args.workers``), a line on stderr per point.
+
+    Returns
+    -------
+    int
+        0 when every point is stored; else the exit status, after ``err`` said why: 130
+        interrupted (Ctrl-C or SIGTERM), 1 when a point failed or no scheduler answered.
+    """
+    from pysched.sweep.run import run_sweep
+    from pysched.sweep.store import ResultStore
+    store = ResultStore(out / "points")
+    say = (lambda s: print(f"[{tag}] {s}", file=sys.stderr, flush=True))
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        outcome = run_sweep(
+            points, store.out, scheduler=args.scheduler, workers=args.workers,
+            on_start=lambda n, before, dash: say(f"{n + before} runs: {n} to run, {before} "
+                                                  f"finished before"),
+            on_done=lambda p, e: say(f"{p.label()}: {'FAILED: ' + e if e else 'stored'}"))
+    except KeyboardInterrupt:
+        n = sum(store.finished(p) for p in points)
+        err(f"interrupted; {n} of {len(points)} runs are stored in {out} (run again to "
+            f"finish)")
+        return 130
+    except OSError as e:  # e.g. no scheduler at --scheduler
+        err(str(e))
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if outcome.failed:
+        err(f"{len(outcome.failed)} run(s) failed (see above); the others are stored in "
+            f"{out}; nothing summarised")
+        return 1
+    return 0
+
+
+__all__ = ["add_arguments", "load_machine", "run_points"]

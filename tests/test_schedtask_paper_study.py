@@ -1,0 +1,186 @@
+"""The study beside the SchedTask paper (pysched.studies.schedtask_paper): the paper's figures
+beside ours, the study's grid as sweep points, its summary from the stored points, and a small
+study run on Dask that a re-run resumes."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pysched.cli import main
+from pysched.studies.schedtask_paper.comparison import (arrival_bound, comparison_markdown,
+                                                        geomean_change)
+from pysched.studies.schedtask_paper.study import Grid, points, summarise
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def paper_runs(changes: dict[str, dict[str, float]], loads=(1, 2), cores: int = 8) -> pd.DataFrame:
+    """Synthetic run rows: per policy, its throughput ratio to linux per workload."""
+    rows = []
+    for load in loads:
+        for wl in ("apache", "find"):
+            for pol, ch in {"linux": {"apache": 0.0, "find": 0.0}, **changes}.items():
+                ratio = 1 + ch[wl]
+                rows.append({"trace": wl, "workload": wl, "policy": pol, "cores": cores,
+                             "load": load, "load_unit": "machine", "copies": 4 * load,
+                             "has_events": True, "events": 100,
+                             "events_per_s": 1000.0 * ratio, "throughput": 2e9 * ratio,
+                             "instructions": 10**9, "migrations": 50 if pol == "linux" else 500,
+                             "cycles": 4e7, "migration_cycles": 4e5 if pol == "linux" else 4e6,
+                             "switches": 2000 if pol == "linux" else 4000,
+                             "switch_cycles": 2e6 if pol == "linux" else 4e6,
+                             "idle_fraction": 0.1, "icache_app": 0.9, "icache_os": 0.8,
+                             "dcache_app": 0.95, "dcache_os": 0.9, "fairness": 0.9,
+                             "irq_latency_mean_s": 1e-6, "elapsed_s": 0.01, "wall_s": 1.0,
+                             "busy_s": 0.04 / ratio})
+    return pd.DataFrame(rows)
+
+
+def test_geomean_change_is_the_geometric_mean_of_ratios():
+    assert geomean_change([0.1, -0.1]) == pytest.approx((1.1 * 0.9) ** 0.5 - 1)
+    assert geomean_change([0.21, 0.21]) == pytest.approx(0.21)
+    assert np.isnan(geomean_change([])) and np.isnan(geomean_change([0.5, -1.0]))
+
+
+def test_the_summary_sets_ours_beside_the_papers_figures():
+    from pysched.evaluation.report import summary_markdown
+    runs = paper_runs({"schedtask": {"apache": 0.21, "find": 0.21},
+                  "slicc": {"apache": 0.1, "find": -0.1},
+                  "schedtask:stealing=none": {"apache": 0.0, "find": 0.0},
+                  "schedtask:heatmap_bits=128": {"apache": 0.05, "find": 0.05}})
+    md = comparison_markdown(runs)
+    # the study's section of the evaluation's summary, which has none of its own
+    assert md in summary_markdown(runs, sections=[comparison_markdown])
+    assert "Beside the paper" not in summary_markdown(runs)
+    fig7 = md.split("### Fig 7")[1].split("###")[0]
+    # ours (geomean of the two workloads) beside the paper's Fig 7 geomeans
+    assert "| schedtask | +21.0 | +22.8 |" in fig7
+    assert f"| slicc | {100 * ((1.1 * 0.9) ** 0.5 - 1):+.1f} | +11.4 |" in fig7
+    # and per busy core-second (same instructions in 1/ratio of the busy time)
+    assert fig7.count("| schedtask | +21.0 | +21.0 | +21.0 |") == 2 and "busy core-second" in fig7
+    # Table 4 at 2X: ours, then the paper's row for the same workloads (Apache 39, Find 8)
+    t4 = md.split("### Table 4, 2X, 8 cores")[1].split("###")[0]
+    assert "| schedtask | +21.0 | +21.0 | +21.0 |" in t4
+    assert "| paper: SchedTask | +8.0 | +39.0 | +23.0 |" in t4
+    assert "| paper: SLICC | 5.0 | 5.0 | 5.0 |" in t4  # idle: Find 5, Apache 5, mean 5
+    assert "Appendix" not in t4 and "appendix's Table 4 at 8 cores" in t4
+    assert "### Fig 9" in md and "`schedtask:stealing=none` | +0.0" in md
+    assert "### Fig 11" in md and "+15.87 %" in md
+    # migrations per billion instructions (Fig 10): 500 per 10**9
+    assert "| schedtask | 500.0 | 500.0 | 500.0 |" in md.split("### Fig 10")[1]
+    assert "Why ours may differ" in md
+    # fairness among the copies of each traced thread, when the runs have it
+    assert "among the copies of each traced thread 0" not in md
+    both = comparison_markdown(runs.assign(copy_fairness=np.where(
+        runs["policy"] == "schedtask", 0.97, 0.85)))
+    assert "among the copies of each traced thread 0.970 (linux 0.850" in both
+    # Fig 8 names the traces without data accesses, whose d-cache figures are missing
+    assert "No d-cache figure" not in md
+    fig8 = comparison_markdown(runs.assign(dcache_os=np.where(runs["trace"] == "find", np.nan,
+                                                              0.9))).split("### Fig 8")[1]
+    assert "No d-cache figure for find: their traces hold no data accesses" in fig8
+    # without the baseline there is nothing to set beside the paper
+    assert comparison_markdown(runs[runs["policy"] != "linux"]) == ""
+
+
+def test_the_grid_is_every_policy_at_every_load_and_the_variants_at_2x():
+    grid = Grid(("data/apache", "data/find"), cores=8, loads=(1, 2),
+                policies=("linux", "schedtask", "schedtask:heatmap_bits=512"),
+                variants=("schedtask:stealing=none", "linux"))
+    pts = points(grid)
+    asked = [(Path(p.trace).name, p.load, spec) for p, spec in pts.items()]
+    # 2X first over every workload, then the variants, then the other loads; a point asked
+    # twice (schedtask is schedtask:heatmap_bits=512; linux among the variants) runs once
+    assert asked == [("apache", 2, "linux"), ("apache", 2, "schedtask"),
+                     ("find", 2, "linux"), ("find", 2, "schedtask"),
+                     ("apache", 2, "schedtask:stealing=none"),
+                     ("find", 2, "schedtask:stealing=none"),
+                     ("apache", 1, "linux"), ("apache", 1, "schedtask"),
+                     ("find", 1, "linux"), ("find", 1, "schedtask")]
+    p = next(iter(pts))
+    # pysched evaluate's defaults: loads relative to the machine, the traced switch cost
+    assert (p.cores, p.load_unit, p.switch_cost, p.model, p.epochs) == \
+        (8, "machine", "traced", (), None)
+    assert {q.policy for q in pts} >= {"schedtask:heatmap_bits=512:stealing=none"}
+    # without 2X among the loads there is no variant
+    assert all(q.load == 1 for q in points(Grid(("data/find",), loads=(1,))))
+
+
+def test_the_summary_is_written_from_the_stored_points(tmp_path):
+    from pysched.sweep.store import ResultStore
+    grid = Grid(("apache", "find"), cores=8, loads=(1, 2), policies=("linux", "schedtask"),
+                variants=("schedtask:stealing=none",))
+    rows = paper_runs({"schedtask": {"apache": 0.2, "find": 0.1},
+                       "schedtask:stealing=none": {"apache": 0.0, "find": 0.0}})
+    store = ResultStore(tmp_path / "points")
+    pts = points(grid)
+    for p, spec in list(pts.items())[:-1]:  # the last point is not finished yet
+        r = rows[(rows["trace"] == Path(p.trace).name) & (rows["load"] == p.load)
+                 & (rows["policy"] == spec)]
+        # as run_point stores them: the point's columns (its canonical policy) first
+        r = pd.concat([pd.DataFrame([p.columns()]),
+                       r.drop(columns=["policy", "cores", "load", "load_unit"])
+                       .reset_index(drop=True)], axis=1)
+        store.write(p, r.assign(epoch=0), r)
+    text = summarise(grid, tmp_path)
+    runs = pd.read_csv(tmp_path / "runs.csv")
+    assert len(runs) == len(pts) - 1
+    # the runs are named as asked, so the paper's tables find them
+    assert set(runs["policy"]) == {"linux", "schedtask", "schedtask:stealing=none"}
+    assert "| schedtask | +10.0 | +20.0 |" in text  # Fig 7, the paper's order: Find, Apache
+    assert "### Fig 9" in text and (tmp_path / "paper-8cores.png").stat().st_size > 0
+    assert {"epochs.parquet", "summary.md", "epochs.png"} <= {f.name for f in tmp_path.iterdir()}
+    with pytest.raises(ValueError, match="no finished point"):
+        summarise(grid, tmp_path / "none")
+
+
+def test_the_study_refuses_bad_input_before_any_run(tmp_path, capsys):
+    out = tmp_path / "paper"
+    base = ["study", "schedtask-paper", "--data", str(DATA), "--out", str(out)]
+    assert main([*base, "--workloads", "nope"]) == 2
+    assert "nope: not a trace directory" in capsys.readouterr().err
+    assert main([*base, "--variants", "schedtask:bits=3"]) == 2
+    assert "--policies" in capsys.readouterr().err
+    assert main([*base, "--loads", "0"]) == 2
+    assert "--load: 0 is not a load factor" in capsys.readouterr().err
+    assert not out.exists()
+    # the whole grid of two workloads, nothing run or written
+    assert main([*base, "--workloads", "iscp,oscp", "--dry-run"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert len(listed) == 2 * (7 + 6 + 7 * 3) and all(" to run " in x for x in listed)
+    assert not out.exists()
+
+
+def test_a_small_study_runs_on_dask_and_resumes(tmp_path, capsys):
+    out = tmp_path / "paper"
+    args = ["study", "schedtask-paper", "--data", str(DATA), "--workloads", "iscp",
+            "--cores", "2", "--loads", "2", "--policies", "linux,schedtask",
+            "--variants", "schedtask:stealing=none", "--epochs", "1", "--workers", "1",
+            "--out", str(out)]
+    assert main(args) == 0
+    assert "3 runs: 3 to run, 0 finished before" in capsys.readouterr().err
+    runs = pd.read_csv(out / "runs.csv")
+    assert sorted(runs["policy"]) == ["linux", "schedtask", "schedtask:stealing=none"]
+    # each through evaluate: pysched evaluate's switch cost and model columns, a 1-epoch window
+    assert set(runs["switch_cost"]) == {"traced"} and runs["idle_retry"].all()
+    assert (runs["epochs"] == 1).all() and (runs["copies"] == 2).all()
+    text = (out / "summary.md").read_text()
+    assert "## Beside the paper" in text and "### Fig 9" in text
+    assert len(list((out / "points" / "runs").glob("*.parquet"))) == 3
+    assert main(args) == 0  # a re-run resumes: nothing left to run, the summary again
+    assert "3 runs: 0 to run, 3 finished before" in capsys.readouterr().err
+
+
+def test_arrival_bound_traces_are_named():
+    from pysched.trace.clock import last_interrupt_s
+    runs = paper_runs({"schedtask": {"apache": 0.0, "find": -0.1}})
+    runs["last_irq_s"] = np.where(runs["trace"] == "find", 0.00999, 0.005)
+    assert arrival_bound(runs) == ["find"]  # linux's 10 ms run ends with find's last arrival
+    assert "**Arrival-bound traces (measured here).** find:" in comparison_markdown(runs)
+    assert arrival_bound(runs.drop(columns="last_irq_s")) == []
+    # the last interrupt of a shipped trace lies within its region (130 M instructions a vCPU
+    # at 2 G instructions per second: 65 ms)
+    assert 0.05 < last_interrupt_s(DATA / "oscp") <= 0.065
