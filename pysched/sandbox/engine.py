@@ -397,7 +397,6 @@ class Engine:
         """The traced switch path (:class:`.switch_cost.TracedSwitch`), for ``switch_cycles =
         None``: its ranges' accesses laid end to end as one cyclic stream, of which each switch
         replays the next ``per_switch`` instructions' (see the module)."""
-        self.sw_path = path
         if self.cfg.switch_cycles is not None:
             return
         if path is None or not len(path.runs):
