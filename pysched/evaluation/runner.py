@@ -24,6 +24,7 @@ from pysched.models.machine import MachineConfig
 from pysched.policies import get_policy
 from pysched.sandbox import RunResult, SandboxConfig, build_footprint, build_workload, simulate
 from pysched.sandbox.app_events import EVENTS, event_items
+from pysched.sandbox.item_streams import item_streams
 from pysched.sandbox.metrics import stats_row
 from pysched.sandbox.kernel_data import copy_private
 from pysched.sandbox.switch_cost import SWITCH_COSTS, TRACED, sandbox_costs, traced_switch
@@ -235,6 +236,8 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
     say = progress or (lambda s: None)
     epochs, runs = [], []
     for t in traces:
+        # every run of the trace replays the same items' accesses (the compiled engine's)
+        streams = item_streams(t.workload, t.footprint)
         for ncores in cores:
             m = machine(ncores, base)
             for k in loads:
@@ -257,7 +260,7 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
                     tick = None if run_progress is None else \
                         (lambda done, total, label=label: run_progress(label, done, total))
                     res = simulate(t.workload, t.footprint, pol, cfg, t.events, progress=tick,
-                                   switch_path=t.meta.get("switch"))
+                                   switch_path=t.meta.get("switch"), streams=streams)
                     wall = time.perf_counter() - t0
                     key = {"trace": t.name, "workload": t.meta.get("workload", t.name),
                            "policy": p, "cores": ncores, "load": k, "load_unit": load_unit,
