@@ -8,6 +8,7 @@ from pathlib import Path
 from pysched._argtypes import int_list as _int_list
 from pysched._argtypes import positive_float as _positive_float
 from pysched._argtypes import positive_int as _positive_int
+from pysched.policies.files import add_argument as add_policy_file_argument
 from pysched.constants import LOAD_COPIES, LOAD_MACHINE, LOAD_UNITS
 from pysched.sandbox.switch_cost import SWITCH_COSTS, TRACED
 
@@ -18,6 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policies", default="as-traced,linux",
                    help="comma-separated policies, each optionally with parameters as "
                         "NAME:key=value:key=value (default: as-traced,linux)")
+    add_policy_file_argument(p)
     p.add_argument("--cores", type=_int_list("--cores"), default=[8],
                    help="simulated core counts, comma-separated (default 8)")
     p.add_argument("--load", type=_int_list("--load"), default=[1],
@@ -52,7 +54,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pysched.policies import describe
+    from pysched.policies import PolicyFileError, describe, load_policy_files
+    try:
+        load_policy_files(args.policy_file)
+    except PolicyFileError as e:
+        print(f"pysched evaluate: {e}", file=sys.stderr)
+        return 2
     if args.list:
         print(describe())
         return 0

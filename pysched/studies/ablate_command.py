@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from pysched._argtypes import positive_float, positive_int
+from pysched.policies.files import add_argument as add_policy_file_argument
 
 from . import on_dask
 
@@ -20,6 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", required=True,
                    help="the policy under study, optionally NAME:key=value (see `pysched "
                         "evaluate --list`)")
+    add_policy_file_argument(p)
     p.add_argument("--baseline", default="linux", help="the policy it is compared with "
                    "(default linux)")
     p.add_argument("--cores", type=positive_int, default=8, help="simulated cores (default 8)")
@@ -49,11 +51,15 @@ def _write(path: Path, text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pysched.policies import REGISTRY, get_policy
+    from pysched.policies import REGISTRY, PolicyFileError, get_policy, load_policy_files
     from pysched.sweep.spec import SweepSpecError
 
     from .ablation import FACTORS, AblationError, markdown, parse_factor, points, table
     err = (lambda m: print(f"pysched ablate: {m}", file=sys.stderr) or 2)
+    try:
+        load_policy_files(args.policy_file)
+    except PolicyFileError as e:
+        return err(str(e))
     for what, spec in (("--policy", args.policy), ("--baseline", args.baseline)):
         try:
             get_policy(spec)

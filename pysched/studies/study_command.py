@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from pysched._argtypes import int_list, positive_float, positive_int
+from pysched.policies.files import add_argument as add_policy_file_argument
 from pysched.sandbox.switch_cost import SWITCH_COSTS, TRACED
 
 from . import on_dask
@@ -41,6 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "the variants run at 2X)")
     s.add_argument("--policies", type=_specs, default=POLICIES,
                    help=f"policies at every load (default {','.join(POLICIES)})")
+    add_policy_file_argument(s)
     s.add_argument("--variants", type=_specs, default=VARIANTS,
                    help=f"SchedTask's variants at 2X, or none (default {','.join(VARIANTS)})")
     s.add_argument("--epochs", type=positive_int, default=None, metavar="N",
@@ -85,8 +87,14 @@ def run(args: argparse.Namespace) -> int:
     from pysched.sweep.store import ResultStore
     from pysched.trace import TraceError
 
+    from pysched.policies import PolicyFileError, load_policy_files
+
     from .schedtask_paper import study
     err = (lambda m: print(f"pysched study {args.study}: {m}", file=sys.stderr) or 2)
+    try:
+        load_policy_files(args.policy_file)
+    except PolicyFileError as e:
+        return err(str(e))
     if args.out.exists() and not args.out.is_dir():
         return err(f"--out {args.out} exists and is not a directory")
     try:

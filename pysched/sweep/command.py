@@ -7,11 +7,13 @@ import sys
 from pathlib import Path
 
 from pysched._argtypes import int_at_least
+from pysched.policies.files import add_argument as add_policy_file_argument
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", type=Path, metavar="SWEEP.toml",
                    help="sweep file: [[grid]] and [[point]] tables (see sweeps/example.toml)")
+    add_policy_file_argument(p)
     p.add_argument("--out", type=Path, required=True,
                    help="results directory; finished points in it are skipped")
     p.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
@@ -72,10 +74,13 @@ def _terminate(signum, frame):
 
 
 def run(args: argparse.Namespace) -> int:
+    from pysched.policies import PolicyFileError, load_policy_files
+
     from .spec import SweepSpecError, load_spec
     try:
+        load_policy_files(args.policy_file)  # before the file's policies are checked
         sweep = load_spec(args.spec)
-    except SweepSpecError as e:
+    except (PolicyFileError, SweepSpecError) as e:
         print(f"pysched sweep: {e}", file=sys.stderr)
         return 2
     out: Path = args.out
