@@ -77,8 +77,8 @@ def test_bad_input_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert main(["analyse", str(empty), "--out", str(tmp_path / "r")]) == 1
     assert str(empty) in capsys.readouterr().err
     with pytest.raises(SystemExit) as stop:  # argparse names the option
-        main(["analyse", str(DSS), "--bloom-bits", "500"])
-    assert stop.value.code == 2 and "--bloom-bits" in capsys.readouterr().err
+        main(["analyse", str(DSS), "--heatmap-bits", "500"])
+    assert stop.value.code == 2 and "--heatmap-bits" in capsys.readouterr().err
     assert main(["analyse", "--data", str(tmp_path), "--out", str(tmp_path / "r")]) == 2
     assert "no trace" in capsys.readouterr().err
     for bad in ("lots", "infM"):

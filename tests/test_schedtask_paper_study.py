@@ -144,7 +144,7 @@ def test_the_study_refuses_bad_input_before_any_run(tmp_path, capsys):
     assert "nope: not a trace directory" in capsys.readouterr().err
     assert main([*base, "--variants", "schedtask:bits=3"]) == 2
     assert "--policies" in capsys.readouterr().err
-    assert main([*base, "--loads", "0"]) == 2
+    assert main([*base, "--load", "0"]) == 2
     assert "--load: 0 is not a load factor" in capsys.readouterr().err
     assert not out.exists()
     # the whole grid of two workloads, nothing run or written
@@ -157,7 +157,7 @@ def test_the_study_refuses_bad_input_before_any_run(tmp_path, capsys):
 def test_a_small_study_runs_on_dask_and_resumes(tmp_path, capsys):
     out = tmp_path / "paper"
     args = ["study", "schedtask-paper", "--data", str(DATA), "--workloads", "iscp",
-            "--cores", "2", "--loads", "2", "--policies", "linux,schedtask",
+            "--cores", "2", "--load", "2", "--policies", "linux,schedtask",
             "--variants", "schedtask:stealing=none", "--epochs", "1", "--workers", "1",
             "--out", str(out)]
     assert main(args) == 0

@@ -35,16 +35,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "core's caches, no extra for a move), 'flat' (seed 001's 1,000 "
                         "cycles each) or 'zero'; see pysched.sandbox.switch_cost")
     p.add_argument("--epoch-ms", type=_positive_float, default=3.0,
-                   help="epoch length in simulated milliseconds (default 3, section 4.4)")
+                   help="epoch length in simulated milliseconds (default 3, section 4.4; "
+                        "`analyse --epoch-insns` is the same epoch in traced instructions)")
     p.add_argument("--epochs", type=_positive_int, default=None, metavar="N",
-                   help="stop every run after N epochs: measure a window of the replay "
-                        "instead of running it to the end (default)")
+                   help="a window: stop every run after N epochs of --epoch-ms instead of "
+                        "running it to the end (default)")
     p.add_argument("--machine", type=Path, default=None,
-                   help="machine TOML/JSON (models.machine.MachineConfig); its hierarchy and "
-                        "first core type are used at every --cores count")
+                   help="machine TOML/JSON (models.machine.MachineConfig, e.g. "
+                        "machines/seed001-acmp.toml with --cores 4): used as it is at its own core "
+                        "count, else its hierarchy and first core type at every --cores count "
+                        "(default: the SchedTask paper's Table 2)")
     p.add_argument("--out", type=Path, default=None,
-                   help="output directory, created when the evaluation is finished (it must "
-                        "not exist or be empty)")
+                   help="results directory, created when the evaluation is finished; it must "
+                        "not exist or be empty (required, except with --list)")
     p.add_argument("--keep-harness", action="store_true",
                    help="replay the capture harness's own work inside the region too (left "
                         "out by default: pysched.superfunctions.harness)")

@@ -11,6 +11,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
@@ -105,7 +106,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", type=Path, default=Path("data"),
                    help="where the shipped traces are (default: ./data)")
     p.add_argument("--out", type=Path, default=Path("results/seeds"),
-                   help="results directory (default: ./results/seeds)")
+                   help="results directory, created when every table is written; it must "
+                        "not exist or be empty (default: ./results/seeds)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -117,28 +119,35 @@ def run(args: argparse.Namespace) -> int:
             cache[path] = prepare(path)
         return cache[path]
 
+    from pysched._outdir import OutputError, finished_dir
     try:
-        args.out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        print(f"pysched seeds: --out {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        with finished_dir(args.out) as tmp:
+            text = _write(args.data, tmp, prep)
+    except OutputError as exc:
+        print(f"pysched seeds: {exc}", file=sys.stderr)
         return 2
+    print(text)
+    return 0
+
+
+def _write(data: Path, out: Path, prep: Callable[[Path], object]) -> str:
+    """Every seed's tables into ``out`` and its summary; returns the summary."""
     parts = ["# The other seeds' schedulers on the shipped traces\n"]
     for seed, fn in SEEDS.items():
-        missing = [t for t in NEEDS[seed] if not (args.data / t / "manifest.json").is_file()]
+        missing = [t for t in NEEDS[seed] if not (data / t / "manifest.json").is_file()]
         if missing:
-            parts.append(f"## Seed {seed}\n\nLeft out: {args.data / missing[0]} is not there "
+            parts.append(f"## Seed {seed}\n\nLeft out: {data / missing[0]} is not there "
                          "(make data-seeds).")
             continue
         t0 = time.perf_counter()
-        md, tables = fn(args.data, prep)
+        md, tables = fn(data, prep)
         for name, df in tables.items():
-            df.to_csv(args.out / f"{name}.csv")
+            df.to_csv(out / f"{name}.csv")
         parts.append(md)
         print(f"pysched seeds: seed {seed} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     text = "\n\n".join(parts) + "\n"
-    (args.out / "summary.md").write_text(text)
-    print(text)
-    return 0
+    (out / "summary.md").write_text(text)
+    return text
 
 
 __all__ = ["NEEDS", "SEEDS", "add_arguments", "run"]

@@ -94,18 +94,30 @@ def run(args: argparse.Namespace) -> int:
             done = store is not None and store.finished(p)
             print(f"{p.key}  {'finished' if done else 'to run  '}  {p.label()}")
         return 0
+    from pysched._outdir import OutputError, locked_dir
+    try:
+        with locked_dir(out):
+            return _run(args, sweep.points, out)
+    except OutputError as e:
+        print(f"pysched sweep: {e}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace, points: tuple, out: Path) -> int:
+    """Run and summarise the sweep's ``points`` into ``out``, which this command holds."""
+    from .store import ResultStore
     store = ResultStore(out)
     (out / "sweep.toml").write_bytes(args.spec.read_bytes())
     from .run import run_sweep
     progress = _Progress()
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        outcome = run_sweep(sweep.points, out, scheduler=args.scheduler, workers=args.workers,
+        outcome = run_sweep(points, out, scheduler=args.scheduler, workers=args.workers,
                             on_start=progress.start, on_done=progress.point)
     except KeyboardInterrupt:
         progress.close()
-        n = sum(store.finished(p) for p in sweep.points)
-        print(f"pysched sweep: interrupted; {n} of {len(sweep.points)} points are stored in "
+        n = sum(store.finished(p) for p in points)
+        print(f"pysched sweep: interrupted; {n} of {len(points)} points are stored in "
               f"{out} (run again to finish)", file=sys.stderr)
         return 130
     except OSError as e:  # e.g. no scheduler at --scheduler
@@ -116,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
     progress.close()
     from .summary import summarise, summary_text
-    table = summarise(store.read(list(sweep.points), kind="runs"))
+    table = summarise(store.read(list(points), kind="runs"))
     table.to_csv(out / "summary.csv", index=False)
     text = summary_text(table)
     (out / "summary.md").write_text(f"# Sweep {args.spec}\n\n{text}\n")
