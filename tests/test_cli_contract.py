@@ -59,7 +59,9 @@ def test_seeds_writes_a_new_directory_whole_and_never_into_a_full_one(tmp_path, 
     empty.mkdir()
     out = tmp_path / "seeds"
     assert main(["seeds", "--data", str(empty), "--out", str(out)]) == 0
-    assert "Left out" in (out / "summary.md").read_text()
+    text = (out / "summary.md").read_text()
+    assert text.index("## Headline") < text.index("## Seed 001") and "Left out" in text
+    assert f"- **Seed 002:** left out ({empty / 'netserver-10b'} is not there)." in text
     assert main(["seeds", "--data", str(empty), "--out", str(out)]) == 2
     assert f"--out {out} exists and is not empty" in capsys.readouterr().err
     assert not list(tmp_path.glob(".seeds.*"))

@@ -64,6 +64,10 @@ def test_markdown_names_every_trace(results: Path) -> None:
     s = json.loads((results / "summary.json").read_text())["traces"][0]
     assert f"| dss | {s['instructions']:,} | 2 |" in text
     assert "application 80 %" in text          # the paper's stated DSS breakup beside ours
+    # the headline first: the configuration, then each finding beside the paper
+    assert text.index("## Headline") < text.index("## Instruction breakup")
+    assert "- **Configuration:** 1 trace (dss); epochs of 6,000,000 instructions" in text
+    assert f"{s['tau_b_mean']['512']:.3f}" in text.split("## Instruction breakup")[0]
     data = json.loads((results / "summary.json").read_text())
     assert markdown(data["traces"], AnalysisOptions(**data["options"])) == text
 
