@@ -10,7 +10,7 @@
 #               trace one workload of the suite on the Debian guest (`pysched trace --list`)
 #   make data   regenerate the shipped sample traces in data/ (a few minutes)
 #   make evaluate  every scheduling policy on the shipped traces, 8 cores at 2X (8 copies of
-#               each trace a run, whole runs: four times the work --load 2 meant before issue 13)
+#               each trace a run, whole runs)
 #   make sweep  the example sensitivity sweep (sweeps/example.toml) on a local Dask cluster
 #   make notebook  JupyterLab on notebooks/ from .venv
 #   make evaluate-paper  the study beside the SchedTask paper: every policy at 1X..8X, stealing
