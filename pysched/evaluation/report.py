@@ -126,7 +126,8 @@ def _window(runs: pd.DataFrame) -> str:
     """What part of each replay the runs measured."""
     if "complete" in runs and not runs["complete"].astype(bool).all():
         n = sorted(set(runs.loc[~runs["complete"].astype(bool), "epochs"]))
-        return (f"a window: the first {', '.join(map(str, n))} epochs of each replay "
+        many = "epoch" if n == [1] else f"{', '.join(map(str, n))} epochs"
+        return (f"a window: the first {many} of each replay "
                 "(`--epochs`); measures are those of the window, not of the whole workload")
     return "whole replays"
 
