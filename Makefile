@@ -10,7 +10,7 @@
 #               trace one workload of the suite on the Debian guest (`pysched trace --list`)
 #   make data   regenerate the shipped sample traces in data/ (a few minutes)
 #   make evaluate  every scheduling policy on the shipped traces, 8 cores at 2X (8 copies of
-#               each trace a run, whole runs: four times the work --load 2 meant before issue 13)
+#               each trace a run, whole runs)
 #   make sweep  the example sensitivity sweep (sweeps/example.toml) on a local Dask cluster
 #   make notebook  JupyterLab on notebooks/ from .venv
 #   make evaluate-paper  the study beside the SchedTask paper: every policy at 1X..8X, stealing
@@ -100,7 +100,7 @@ data-seeds: plugin guest
 # traced vCPUs' work per core: 8 copies of each 2-vCPU trace), each run a window of its first
 # 5 epochs: the 2X part of the SchedTask paper study (results/sandbox/summary.md, beside the
 # paper's section 6).
-RUN_EVAL_ARGS ?= --cores 8 --loads 2 --variants none --epochs 5
+RUN_EVAL_ARGS ?= --cores 8 --load 2 --variants none --epochs 5
 run: plugin guest
 	rm -rf $(RUN_OUT)
 	$(PYSCHED) analyse --data data --out $(RUN_OUT)
@@ -147,7 +147,7 @@ notebook: setup
 PAPER_OUT ?= results/paper
 PAPER_CORES ?= 8
 # More `pysched study schedtask-paper` options, e.g. PAPER_ARGS="--epochs 5" (a window of each
-# replay instead of the whole; the summary says so), "--loads 2 --variants none" (the 2X
+# replay instead of the whole; the summary says so), "--load 2 --variants none" (the 2X
 # figures only), "--workers 1" or "--scheduler tcp://HOST:8786".
 PAPER_ARGS ?=
 evaluate-paper: setup
