@@ -186,11 +186,11 @@ bench-models: setup
 bench-analysis: plugin guest
 	$(PY) benchmarks/analysis.py --out benchmarks/results/analysis.json
 
-# The scheduler sandbox: simulated instructions per wall second and peak memory, 8 cores with
-# 4 copies (SandboxConfig.load) of the largest shipped trace, and how it grows with twice the
-# work and twice the cores.
-# Also the sweep's points per minute (serial, 1 and 2 Dask workers);
-# BENCH_SANDBOX_ARGS=--sweep-only measures only that and merges it into the JSON.
+# The scheduler sandbox: every shipped trace x every policy x 8 and 32 cores at 2X (3-epoch
+# window), the compiled engine's simulated instructions/s, its speed-up over the plain engine
+# and their identity (8 cores), preparation time and peak RSS, and the scaling runs; the
+# whole grid takes hours on 2 cores: BENCH_SANDBOX_ARGS="--traces iscp,find --policies linux"
+# measures a part. BENCH_SANDBOX_ARGS=--sweep-only measures the sweep's points per minute.
 BENCH_SANDBOX_ARGS ?=
 bench-sandbox: setup
-	$(PY) benchmarks/sandbox.py --out benchmarks/results/sandbox.json $(BENCH_SANDBOX_ARGS)
+	$(PY) benchmarks/sandbox.py --out benchmarks/results/sandbox.json --scaling $(BENCH_SANDBOX_ARGS)
