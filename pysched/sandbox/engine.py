@@ -118,6 +118,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -328,15 +329,7 @@ class Engine:
         # Copy k of vCPU v is first mapped to core (k * vCPUs + v) mod cores.
         self.home = lambda copy, vcpu: (copy * nv + self.vidx.get(vcpu, 0)) % self.ncores
         # Instructions of an item before each of its runs.
-        lens = w.run_stop - w.run_start
         self.run_before = run_offsets(w)
-        # Each run's accesses: positions [run_alo, run_ahi) in its vCPU's footprint.
-        self.run_alo = np.zeros(len(lens), dtype=np.int64)
-        self.run_ahi = np.zeros(len(lens), dtype=np.int64)
-        for v in w.vcpus:
-            m = w.run_vcpu == v
-            self.run_alo[m] = footprint.index(v, w.run_start[m])
-            self.run_ahi[m] = footprint.index(v, w.run_stop[m])
         # Who waits for whom: per waker item, (offset, dependent) sorted by offset.
         deps = np.flatnonzero(w.dep_item >= 0)
         order = np.lexsort((w.dep_offset[deps], w.dep_item[deps]))
@@ -383,7 +376,7 @@ class Engine:
         self.ntask = ntask
         self._task_ptr = w.task_ptr.tolist()
         self._task_items = w.task_items.tolist()
-        self.task_core = np.full(ntask * self.K, -1, dtype=np.int64)
+        self.task_core = [-1] * (ntask * self.K)          # where each thread ran last
         # per-thread floats and integers, rows of two arrays (views, as core_f)
         self.task_f = np.zeros((2, ntask * self.K))
         self.task_time = self.task_f[0]
@@ -420,6 +413,19 @@ class Engine:
         self.heat_bits = int(policy.heatmap_bits or 0)
         self.heat = np.zeros((len(w.types), max(self.heat_bits, 1)), dtype=bool)
         self._init_stats()
+
+    @cached_property
+    def run_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each run's accesses: positions ``[alo, ahi)`` in its vCPU's footprint (the plain
+        engine's :meth:`accesses`; built on first use)."""
+        w = self.w
+        alo = np.zeros(len(w.run_start), dtype=np.int64)
+        ahi = np.zeros(len(w.run_start), dtype=np.int64)
+        for v in w.vcpus:
+            m = w.run_vcpu == v
+            alo[m] = self.fp.index(v, w.run_start[m])
+            ahi[m] = self.fp.index(v, w.run_stop[m])
+        return alo, ahi
 
     def _init_switch_path(self, path) -> None:
         """The traced switch path (:class:`.switch_cost.TracedSwitch`), for ``switch_cycles =
@@ -619,7 +625,7 @@ class Engine:
         if wk.is_async:
             target = pol.route_interrupt(wk, self.home(wk.copy, wk.trace_vcpu))
         else:
-            last = int(self.task_core[wk.task])
+            last = self.task_core[wk.task]
             if last < 0:
                 last = self.home(wk.copy, wk.trace_vcpu)
             if core < 0 or wk.begins == FIRST:
@@ -718,14 +724,15 @@ class Engine:
         j = r0 if r1 - r0 == 1 else r0 + int(np.searchsorted(before[r0:r1], lo, "right")) - 1
         addrs, kinds, privs = [], [], []
         fp = self.fp
+        alo, ahi = self.run_bounds
         copy = g // self.n
         # which data accesses move with the copy (module, Load)
         split = copy and fp.data and self.cfg.kernel_data == "shared" and fp.private
         while j < r1 and before[j] < hi:
             v, s, b0 = int(w.run_vcpu[j]), int(w.run_start[j]), int(before[j])
             n = int(w.run_stop[j]) - s
-            a = int(self.run_alo[j]) if lo <= b0 else int(fp.index(v, [s + lo - b0])[0])
-            b = int(self.run_ahi[j]) if hi >= b0 + n else int(fp.index(v, [s + hi - b0])[0])
+            a = int(alo[j]) if lo <= b0 else int(fp.index(v, [s + lo - b0])[0])
+            b = int(ahi[j]) if hi >= b0 + n else int(fp.index(v, [s + hi - b0])[0])
             ad, kd = fp.take(v, a, b)
             addrs.append(ad)
             kinds.append(kd)
@@ -871,7 +878,7 @@ class Engine:
                 self.s_switch[c] += sw
                 extra += sw
                 self.core_task[c] = wk.task
-            last = int(self.task_core[wk.task])
+            last = self.task_core[wk.task]
             if last >= 0 and last != c:
                 self.s_migs[c] += 1
                 self.s_mig[c] += self.os_mig_cycles[c]
