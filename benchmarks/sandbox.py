@@ -223,6 +223,14 @@ def sweep_throughput(repeats: int = 2) -> dict:
     }
 
 
+def write(out: Path, result: dict) -> None:
+    """``result`` as JSON at ``out``, replaced whole (a stopped run leaves the last one)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, indent=1) + "\n")
+    tmp.replace(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -252,24 +260,27 @@ def main() -> int:
         plain = {int(c) for c in args.plain_cores.split(",") if c}
         chosen = traces(args.traces.split(",") if args.traces else None)
         load0 = os.getloadavg()
-        rows = []
+        grid = {"policies": policies, "load": args.load, "epochs": args.epochs}
+        # rows of an earlier run of the same grid are kept: a stopped benchmark resumes
+        rows = [r for r in result.get("rows", []) if result.get("grid", {}).get("policies")
+                == policies and r["load"] == args.load and r["epochs"] == args.epochs]
+        done = {(r["trace"], r["cores"]) for r in rows}
         for tr in chosen:
             for c in cores:
+                if (tr.name, c) in done:
+                    continue
                 rows += run_child(tr, policies, c, args.load, args.epochs, c in plain)
-        result.update({
-            "grid": {"traces": [t.name for t in chosen], "policies": policies, "cores": cores,
-                     "plain_cores": sorted(plain), "load": args.load, "epochs": args.epochs},
-            "rows": rows, "targets": meets(rows),
-            "all_identical": all(r.get("identical", True) for r in rows),
-            "host_loadavg_1min": {"before": load0[0], "after": os.getloadavg()[0]},
-        })
+                result.update({"grid": grid, "rows": rows, "targets": meets(rows),
+                               "all_identical": all(r.get("identical", True) for r in rows),
+                               "host_loadavg_1min": {"before": load0[0],
+                                                     "after": os.getloadavg()[0]}})
+                write(args.out, result)
         if args.scaling:
             big = max(chosen, key=lambda d: sum(f.stat().st_size for f in d.rglob("*")))
             result["scaling"] = scaling(big)
     result["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
                          "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    write(args.out, result)
     for k, v in result.get("targets", {}).items():
         print(f"{k}: {v}")
     return 0
