@@ -10,7 +10,8 @@ Sniper a few MIPS.
 
 Each point runs in a fresh Python process so that its peak RSS is its own; the trace is
 segmented and its workload and footprint built in that process (``prepare_s``, not included in
-``sim_insn_per_s``). numba's compiled kernels come from its on-disk cache after a warm-up.
+``sim_insn_per_s``; the on-disk cache of prepared traces is not used, here or in the sweep
+below). numba's compiled kernels come from its on-disk cache after a warm-up.
 
 Sweep throughput (issue 15): points per minute of a small sweep (``SWEEP_GRID`` on
 ``data/dss-mem``) run serially in one process, on a local Dask cluster of one worker and of
@@ -42,7 +43,7 @@ from pysched.policies import get_policy
 from pysched.sandbox import SandboxConfig, simulate
 path, policy, cores, load = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 t0 = time.perf_counter()
-t = prepare(path)
+t = prepare(path, cache=False)
 # Load (or compile) the cache kernels before timing the replay.
 import numpy as np
 from pysched.models.caches.hierarchy import Hierarchy
@@ -86,10 +87,10 @@ if mode == "serial":
     from pysched.sweep.store import ResultStore
     store = ResultStore(out)
     for p in points:
-        store.write(p, *run_point(p))
+        store.write(p, *run_point(p, cache=False))
 else:
     from pysched.sweep.run import run_sweep
-    outcome = run_sweep(points, out, workers=int(mode))
+    outcome = run_sweep(points, out, workers=int(mode), cache=False)
     assert len(outcome.ran) == len(points) and not outcome.failed, outcome
 wall = time.perf_counter() - t0
 print(json.dumps({"points": len(points), "wall_s": wall, "points_per_min": 60 * len(points) / wall}))

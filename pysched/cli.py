@@ -27,6 +27,8 @@ _COMMANDS: dict[str, tuple[str, str]] = {
               "a study on Dask, resumable: schedtask-paper (the SchedTask paper's section 6)"),
     "seeds": ("pysched.studies.seeds",
               "the other seeds' tables (HRRS, cache-fair, DVFS placement) on the shipped traces"),
+    "cache": ("pysched.evaluation.cache_command",
+              "where prepared traces are cached, what is there; --clear removes them"),
 }
 
 

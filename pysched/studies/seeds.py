@@ -106,6 +106,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="where the shipped traces are (default: ./data)")
     p.add_argument("--out", type=Path, default=Path("results/seeds"),
                    help="results directory (default: ./results/seeds)")
+    from pysched.evaluation.cache_command import add_no_cache
+    add_no_cache(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -114,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
 
     def prep(path: Path):
         if path not in cache:
-            cache[path] = prepare(path)
+            cache[path] = prepare(path, cache=not args.no_cache)
         return cache[path]
 
     try:

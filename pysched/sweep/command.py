@@ -20,6 +20,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="worker processes of the local cluster (default: one per core)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the points and which are finished, run nothing")
+    from pysched.evaluation.cache_command import add_no_cache
+    add_no_cache(p)
 
 
 class _Progress:
@@ -96,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         outcome = run_sweep(sweep.points, out, scheduler=args.scheduler, workers=args.workers,
-                            on_start=progress.start, on_done=progress.point)
+                            on_start=progress.start, on_done=progress.point,
+                            cache=not args.no_cache)
     except KeyboardInterrupt:
         progress.close()
         n = sum(store.finished(p) for p in sweep.points)
