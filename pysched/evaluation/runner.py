@@ -99,8 +99,8 @@ def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | 
         say(f"{path}: prepared before, read from {where.path}")
     else:
         built = _build(path, trace, name, line, keep_harness, say)
-        if where is not None:
-            prepared_cache.save(where, built, _CACHED_CLASSES)
+        if where is not None and (entry := prepared_cache.save(where, built, _CACHED_CLASSES)):
+            say(f"{path}: stored in {entry}")
     return PreparedTrace(Path(path).name, str(path), built["workload"], built["footprint"],
                          built["events"], built["app_classes"], built["insns"],
                          {**built["meta"], "note": note})
