@@ -11,6 +11,7 @@ takes the load as the number of copies itself (:data:`pysched.constants.LOAD_UNI
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -32,8 +33,11 @@ from pysched.sandbox.switch_cost import (SWITCH_COSTS, TRACED, TracedSwitch, san
                                          traced_switch)
 from pysched.sandbox.workload import Workload
 from pysched.superfunctions.functype import Category
-from pysched.trace import Trace
+from pysched.superfunctions.symbols import find_system_map
+from pysched.trace import Trace, TraceError
 from pysched.trace.clock import last_interrupt_s
+
+from . import prepared_cache
 
 
 @dataclass
@@ -88,8 +92,6 @@ def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | 
         trace has been opened and validated).
     """
     from pysched.trace import open_trace
-
-    from . import prepared_cache
     trace = trace if trace is not None else open_trace(path)
     say = progress or (lambda s: None)
     name = str((trace.manifest or {}).get("workload") or Path(path).name)
@@ -135,12 +137,6 @@ def _build(path: str | Path, trace: Trace, name: str, line: int, keep_harness: b
 def _cache_slot(trace: Trace, name: str, line: int, keep_harness: bool):
     """Where the cache keeps ``trace`` prepared with these parameters
     (:func:`pysched.evaluation.prepared_cache.slot`)."""
-    import inspect
-
-    from pysched.superfunctions.symbols import find_system_map
-    from pysched.trace import TraceError
-
-    from . import prepared_cache
     try:  # the kernel's symbols may lie outside the trace directory
         symbols = find_system_map(trace, copy=False)
     except TraceError:

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from pysched._argtypes import positive_int
+from pysched.evaluation.cache_command import add_no_cache
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """``--machine``, ``--scheduler``, ``--workers`` and ``--no-cache``."""
-    from pysched.evaluation.cache_command import add_no_cache
     p.add_argument("--machine", type=Path, default=None,
                    help="machine TOML/JSON (its hierarchy and first core type)")
     p.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from pysched.evaluation.cache_command import add_no_cache
+
 #: seed -> the shipped traces its table needs
 NEEDS = {
     "001": ("barrier",),
@@ -106,7 +108,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="where the shipped traces are (default: ./data)")
     p.add_argument("--out", type=Path, default=Path("results/seeds"),
                    help="results directory (default: ./results/seeds)")
-    from pysched.evaluation.cache_command import add_no_cache
     add_no_cache(p)
 
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from pysched._argtypes import int_at_least
+from pysched.evaluation.cache_command import add_no_cache
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -20,7 +21,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="worker processes of the local cluster (default: one per core)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the points and which are finished, run nothing")
-    from pysched.evaluation.cache_command import add_no_cache
     add_no_cache(p)
 
 
