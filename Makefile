@@ -10,7 +10,7 @@
 #               trace one workload of the suite on the Debian guest (`pysched trace --list`)
 #   make data   regenerate the shipped sample traces in data/ (a few minutes)
 #   make evaluate  every scheduling policy on the shipped traces, 8 cores at 2X (8 copies of
-#               each trace a run, whole runs: four times the work --load 2 meant before issue 13)
+#               each trace a run, whole runs)
 #   make sweep  the example sensitivity sweep (sweeps/example.toml) on a local Dask cluster
 #   make notebook  JupyterLab on notebooks/ from .venv
 #   make evaluate-paper  the study beside the SchedTask paper: every policy at 1X..8X, stealing
@@ -100,7 +100,7 @@ data-seeds: plugin guest
 # traced vCPUs' work per core: 8 copies of each 2-vCPU trace), each run a window of its first
 # 5 epochs: the 2X part of the SchedTask paper study (results/sandbox/summary.md, beside the
 # paper's section 6).
-RUN_EVAL_ARGS ?= --cores 8 --loads 2 --variants none --epochs 5
+RUN_EVAL_ARGS ?= --cores 8 --load 2 --variants none --epochs 5
 run: plugin guest
 	rm -rf $(RUN_OUT)
 	$(PYSCHED) analyse --data data --out $(RUN_OUT)
@@ -147,7 +147,7 @@ notebook: setup
 PAPER_OUT ?= results/paper
 PAPER_CORES ?= 8
 # More `pysched study schedtask-paper` options, e.g. PAPER_ARGS="--epochs 5" (a window of each
-# replay instead of the whole; the summary says so), "--loads 2 --variants none" (the 2X
+# replay instead of the whole; the summary says so), "--load 2 --variants none" (the 2X
 # figures only), "--workers 1" or "--scheduler tcp://HOST:8786".
 PAPER_ARGS ?=
 evaluate-paper: setup
@@ -186,11 +186,11 @@ bench-models: setup
 bench-analysis: plugin guest
 	$(PY) benchmarks/analysis.py --out benchmarks/results/analysis.json
 
-# The scheduler sandbox: simulated instructions per wall second and peak memory, 8 cores with
-# 4 copies (SandboxConfig.load) of the largest shipped trace, and how it grows with twice the
-# work and twice the cores.
-# Also the sweep's points per minute (serial, 1 and 2 Dask workers);
-# BENCH_SANDBOX_ARGS=--sweep-only measures only that and merges it into the JSON.
+# The scheduler sandbox: every shipped trace x every policy x 8 and 32 cores at 2X (3-epoch
+# window), the compiled engine's simulated instructions/s, its speed-up over the plain engine
+# and their identity (8 cores), preparation time and peak RSS, and the scaling runs; the
+# whole grid takes hours on 2 cores: BENCH_SANDBOX_ARGS="--traces iscp,find --policies linux"
+# measures a part. BENCH_SANDBOX_ARGS=--sweep-only measures the sweep's points per minute.
 BENCH_SANDBOX_ARGS ?=
 bench-sandbox: setup
-	$(PY) benchmarks/sandbox.py --out benchmarks/results/sandbox.json $(BENCH_SANDBOX_ARGS)
+	$(PY) benchmarks/sandbox.py --out benchmarks/results/sandbox.json --scaling $(BENCH_SANDBOX_ARGS)

@@ -1,25 +1,29 @@
-"""Benchmark the scheduler sandbox: simulated instructions per wall second and peak memory.
+"""Benchmark the scheduler sandbox: simulated instructions per second of the compiled engine,
+its speed-up over the plain engine (its twin) measured in the same run, preparation time and
+peak memory.
 
-The main figure (issue 10): 8 simulated cores, each with its L1i/L1d/L2, a shared L3 (Table 2's
-geometry), replaying the largest shipped trace (most exec rows in ``data/``) at 4X under the
-``linux`` policy (here "kX" is k copies of the trace, ``SandboxConfig.copies``, not the paper's
-load relative to the machine of ``pysched evaluate``). Growth: the same at 8X (twice the
-simulated work: the trace doubled) and on 16 cores at 4X (the cores doubled). Targets: at least 20 M simulated instructions/s and at most
-4 GB. Anchors quoted by the issue (not measured here): gem5 and ChampSim about 0.1 MIPS,
-Sniper a few MIPS.
+The grid (issue 33): every shipped workload (``data/*``) x every registered policy x 8 and
+32 simulated cores at the paper's 2X load, a 3-epoch window, the traced switch cost (the
+defaults of ``pysched evaluate``). On the cores in ``--plain-cores`` (8 by default) the plain
+engine replays the same point, and the two runs' statistics are compared to the last bit
+(``identical``). Each (trace, cores) runs in a fresh Python process, so its peak RSS is its
+own (the trace's preparation included). Targets: at least 100 M simulated instructions/s on
+every 8-core row of a trace without data accesses (30 M/s with them), 50 M/s at 32 cores,
+at most 4 GB.
 
-Each point runs in a fresh Python process so that its peak RSS is its own; the trace is
-segmented and its workload and footprint built in that process (``prepare_s``, not included in
-``sim_insn_per_s``; the on-disk cache of prepared traces is not used, here or in the sweep
-below). numba's compiled kernels come from its on-disk cache after a warm-up.
+Rates are simulated instructions per second of wall time (``insn_per_s``) and of the
+process's CPU time (``insn_per_cpu_s``): the host is shared, and CPU time is what the replay
+cost whatever else ran; the load average is recorded.
 
-Sweep throughput (issue 15): points per minute of a small sweep (``SWEEP_GRID`` on
-``data/dss-mem``) run serially in one process, on a local Dask cluster of one worker and of
-two, measured in the same run, each in a fresh process and each reading the trace once (per
-process or per worker: that cost is included, as in a real sweep). ``--sweep-only`` measures
-only these and merges their keys into an existing ``--out`` file.
+Scaling (``--scaling``): one trace under ``linux`` at 8, 32 and 64 cores at 2X and at 32 cores
+at 8X: cost per simulated instruction and peak RSS.
 
-Usage: ``python benchmarks/sandbox.py --out benchmarks/results/sandbox.json [--sweep-only]``
+Sweep throughput (``--sweep-only``): points per minute of a small sweep (``SWEEP_GRID`` on
+``data/dss-mem``) serially, on a local Dask cluster of one worker and of two; merged into an
+existing ``--out`` file.
+
+Usage: ``python benchmarks/sandbox.py --out benchmarks/results/sandbox.json [--traces a,b]
+[--policies p,q] [--cores 8,32] [--plain-cores 8] [--epochs 3] [--scaling] [--sweep-only]``
 """
 from __future__ import annotations
 
@@ -33,32 +37,110 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TARGET_INSN_PER_S = 20e6
-TARGET_RSS_GB = 4.0
+TARGETS = {"insn_per_s_8_cores": 100e6, "insn_per_s_8_cores_data": 30e6,
+           "insn_per_s_32_cores": 50e6, "peak_rss_gb": 4.0}
 
 CHILD = r"""
 import json, resource, sys, time
-from pysched.evaluation.runner import machine, prepare
+from pysched.evaluation.runner import copies_for, machine, prepare
 from pysched.policies import get_policy
 from pysched.sandbox import SandboxConfig, simulate
-path, policy, cores, load = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+from pysched.sandbox.engine import ENGINES
+from pysched.sandbox.item_streams import item_streams
+from pysched.sandbox.switch_cost import sandbox_costs
+path, policies, cores, load, epochs, plain = sys.argv[1:7]
+policies, cores, load, epochs = policies.split(","), int(cores), int(load), int(epochs)
 t0 = time.perf_counter()
-t = prepare(path, cache=False)
-# Load (or compile) the cache kernels before timing the replay.
-import numpy as np
-from pysched.models.caches.hierarchy import Hierarchy
-Hierarchy(machine(cores).hierarchy).run(0, np.zeros(4, np.uint64), np.zeros(4, np.uint8))
+t = prepare(path)
 t1 = time.perf_counter()
-res = simulate(t.workload, t.footprint, get_policy(policy), SandboxConfig(machine(cores), copies=load))
+streams = item_streams(t.workload, t.footprint)
 t2 = time.perf_counter()
-insns = int(res.total.instructions.sum())
-print(json.dumps({"prepare_s": t1 - t0, "simulate_s": t2 - t1, "sim_insns": insns,
-                  "sim_insn_per_s": insns / (t2 - t1), "items": len(t.workload) * load,
-                  "footprint_gb": t.footprint.nbytes / 2**30,
-                  "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-                  "simulated_ms": res.total.elapsed_s * 1e3,
-                  "idle_fraction": res.total.idle_fraction}))
+switch = t.meta.get("switch")
+for p in policies:
+    pol = get_policy(p)
+    n = copies_for(load, cores, len(t.workload.vcpus))
+    cfg = SandboxConfig(machine(cores * pol.core_factor), copies=n, max_epochs=epochs,
+                        **sandbox_costs("traced" if switch is not None else "flat", None,
+                                        switch))
+    row = {"policy": p, "cores": cores, "load": load, "copies": n, "epochs": epochs,
+           "data": bool(t.footprint.data), "prepare_s": t1 - t0, "streams_s": t2 - t1}
+    runs = {}
+    for e in (ENGINES if plain == "1" else ("compiled",)):
+        w0, c0 = time.perf_counter(), time.process_time()
+        runs[e] = simulate(t.workload, t.footprint, get_policy(p), cfg, t.events,
+                           switch_path=switch, engine=e, streams=streams)
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        insns = int(runs[e].total.instructions.sum())
+        key = "" if e == "compiled" else "plain_"
+        row.update({key + "simulate_s": wall, key + "cpu_s": cpu, "sim_insns": insns,
+                    key + "insn_per_s": insns / wall, key + "insn_per_cpu_s": insns / cpu})
+    if "plain" in runs:
+        a, b = runs["compiled"], runs["plain"]
+        row["speedup_wall"] = row["plain_simulate_s"] / row["simulate_s"]
+        row["speedup_cpu"] = row["plain_cpu_s"] / row["cpu_s"]
+        row["identical"] = bool(len(a.epochs) == len(b.epochs) and all(
+            x == y for x, y in zip(a.epochs, b.epochs)))
+    row["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    print(json.dumps(row), flush=True)
 """
+
+
+def traces(names: list[str] | None) -> list[Path]:
+    """The shipped traces (``data/*`` with an exec table), or those named."""
+    found = [d for d in sorted((REPO / "data").iterdir()) if (d / "exec").is_dir()]
+    if names:
+        by = {d.name: d for d in found}
+        missing = [n for n in names if n not in by]
+        if missing:
+            raise SystemExit(f"--traces: no trace {', '.join(missing)} in data/ "
+                             f"(have {', '.join(by)})")
+        found = [by[n] for n in names]
+    return found
+
+
+def run_child(trace: Path, policies: list[str], cores: int, load: int, epochs: int,
+              plain: bool) -> list[dict]:
+    """One process: ``trace`` prepared once, then every policy at ``cores``."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    out = subprocess.run([sys.executable, "-c", CHILD, str(trace), ",".join(policies),
+                          str(cores), str(load), str(epochs), "1" if plain else "0"],
+                         capture_output=True, text=True, env=env, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"benchmark of {trace.name} at {cores} cores failed:\n{out.stderr}")
+    rows = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
+    for r in rows:
+        r["trace"] = trace.name
+        print(json.dumps(r), flush=True)
+    return rows
+
+
+def meets(rows: list[dict]) -> dict:
+    """Each target and whether every row it applies to meets it."""
+    def ok(sel, key, target):
+        got = [r[key] for r in rows if sel(r)]
+        return {"target": target, "rows": len(got), "min": min(got) if got else None,
+                "met": bool(got) and min(got) >= target}
+    return {
+        "8_cores_no_data": ok(lambda r: r["cores"] == 8 and not r["data"], "insn_per_s",
+                              TARGETS["insn_per_s_8_cores"]),
+        "8_cores_data": ok(lambda r: r["cores"] == 8 and r["data"], "insn_per_s",
+                           TARGETS["insn_per_s_8_cores_data"]),
+        "32_cores": ok(lambda r: r["cores"] == 32, "insn_per_s",
+                       TARGETS["insn_per_s_32_cores"]),
+        "peak_rss_gb": {"target": TARGETS["peak_rss_gb"],
+                        "max": max((r["peak_rss_gb"] for r in rows), default=None),
+                        "met": all(r["peak_rss_gb"] <= TARGETS["peak_rss_gb"] for r in rows)},
+    }
+
+
+def scaling(trace: Path) -> list[dict]:
+    """``linux`` on ``trace``: 8, 32 and 64 cores at 2X and 32 cores at 8X, compiled only."""
+    rows = []
+    for cores, load in ((8, 2), (32, 2), (64, 2), (32, 8)):
+        for r in run_child(trace, ["linux"], cores, load, 3, False):
+            r["cpu_ns_per_insn"] = 1e9 * r["cpu_s"] / max(r["sim_insns"], 1)
+            rows.append(r)
+    return rows
 
 
 #: The benchmark sweep: 6 points of about 6 s each on an idle host (4 cores with 4 copies of
@@ -87,10 +169,10 @@ if mode == "serial":
     from pysched.sweep.store import ResultStore
     store = ResultStore(out)
     for p in points:
-        store.write(p, *run_point(p, cache=False))
+        store.write(p, *run_point(p))
 else:
     from pysched.sweep.run import run_sweep
-    outcome = run_sweep(points, out, workers=int(mode), cache=False)
+    outcome = run_sweep(points, out, workers=int(mode))
     assert len(outcome.ran) == len(points) and not outcome.failed, outcome
 wall = time.perf_counter() - t0
 print(json.dumps({"points": len(points), "wall_s": wall, "points_per_min": 60 * len(points) / wall}))
@@ -141,76 +223,55 @@ def sweep_throughput(repeats: int = 2) -> dict:
     }
 
 
-def largest_trace() -> Path:
-    """The shipped trace with the most exec rows."""
-    from pysched.trace import open_trace
-    best, rows = None, -1
-    for d in sorted((REPO / "data").iterdir()):
-        if (d / "exec").is_dir():
-            n = open_trace(d).num_rows("exec")
-            if n > rows:
-                best, rows = d, n
-    if best is None:
-        raise SystemExit("no trace in data/")
-    return best
-
-
-def point(trace: Path, policy: str, cores: int, load: int) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    out = subprocess.run([sys.executable, "-c", CHILD, str(trace), policy, str(cores),
-                          str(load)], capture_output=True, text=True, env=env, check=False)
-    if out.returncode != 0:
-        raise SystemExit(f"benchmark point failed:\n{out.stderr}")
-    res = json.loads(out.stdout.strip().splitlines()[-1])
-    res.update({"trace": trace.name, "policy": policy, "cores": cores, "load": load})
-    print(json.dumps(res), flush=True)
-    return res
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--trace", type=Path, default=None, help="default: the largest in data/")
-    ap.add_argument("--policy", default="linux")
+    ap.add_argument("--traces", default=None, help="comma-separated names in data/ (default all)")
+    ap.add_argument("--policies", default=None, help="comma-separated (default all registered)")
+    ap.add_argument("--cores", default="8,32")
+    ap.add_argument("--plain-cores", default="8",
+                    help="core counts at which the plain engine also runs (default 8)")
+    ap.add_argument("--load", type=int, default=2)
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--scaling", action="store_true",
+                    help="also the scaling runs (linux on the largest trace)")
     ap.add_argument("--sweep-only", action="store_true",
                     help="measure only the sweep throughput; merge its keys into --out")
     args = ap.parse_args()
+    result = json.loads(args.out.read_text()) if args.out.is_file() else {}
     if args.sweep_only:
-        result = json.loads(args.out.read_text()) if args.out.is_file() else {}
         result.update(sweep_throughput())
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=1) + "\n")
-        print(f"sweep: {result['sweep_points_per_min_serial']:.1f} points/min serially, "
-              f"{result['sweep_points_per_min_1w']:.1f} on 1 worker, "
-              f"{result['sweep_points_per_min_2w']:.1f} on 2")
-        return 0
-    trace = args.trace or largest_trace()
-    point(trace, args.policy, 2, 1)  # warm-up: compiles numba's kernels into the cache
-    main_pt = point(trace, args.policy, 8, 4)
-    doubled_trace = point(trace, args.policy, 8, 8)
-    doubled_cores = point(trace, args.policy, 16, 4)
-    result = {
-        "trace": trace.name, "policy": args.policy, "cores": 8, "load": 4,
-        "sim_insn_per_s": main_pt["sim_insn_per_s"], "peak_rss_gb": main_pt["peak_rss_gb"],
-        "prepare_s": main_pt["prepare_s"], "simulate_s": main_pt["simulate_s"],
-        "targets": {"sim_insn_per_s": TARGET_INSN_PER_S, "peak_rss_gb": TARGET_RSS_GB},
-        "meets_targets": bool(main_pt["sim_insn_per_s"] >= TARGET_INSN_PER_S
-                              and main_pt["peak_rss_gb"] <= TARGET_RSS_GB),
-        "growth": {
-            "trace_doubled_8X": {"time_ratio": doubled_trace["simulate_s"] / main_pt["simulate_s"],
-                                 "rss_ratio": doubled_trace["peak_rss_gb"] / main_pt["peak_rss_gb"]},
-            "cores_doubled_16": {"time_ratio": doubled_cores["simulate_s"] / main_pt["simulate_s"],
-                                 "rss_ratio": doubled_cores["peak_rss_gb"] / main_pt["peak_rss_gb"]},
-        },
-        "points": [main_pt, doubled_trace, doubled_cores],
-        **sweep_throughput(),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
-    }
+    else:
+        from pysched.policies import REGISTRY
+        policies = args.policies.split(",") if args.policies else sorted(REGISTRY)
+        unknown = [p for p in policies if p not in REGISTRY]
+        if unknown:
+            raise SystemExit(f"--policies: unknown {', '.join(unknown)} "
+                             f"(registered: {', '.join(sorted(REGISTRY))})")
+        cores = [int(c) for c in args.cores.split(",")]
+        plain = {int(c) for c in args.plain_cores.split(",") if c}
+        chosen = traces(args.traces.split(",") if args.traces else None)
+        load0 = os.getloadavg()
+        rows = []
+        for tr in chosen:
+            for c in cores:
+                rows += run_child(tr, policies, c, args.load, args.epochs, c in plain)
+        result.update({
+            "grid": {"traces": [t.name for t in chosen], "policies": policies, "cores": cores,
+                     "plain_cores": sorted(plain), "load": args.load, "epochs": args.epochs},
+            "rows": rows, "targets": meets(rows),
+            "all_identical": all(r.get("identical", True) for r in rows),
+            "host_loadavg_1min": {"before": load0[0], "after": os.getloadavg()[0]},
+        })
+        if args.scaling:
+            big = max(chosen, key=lambda d: sum(f.stat().st_size for f in d.rglob("*")))
+            result["scaling"] = scaling(big)
+    result["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
+                         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"sandbox: {result['sim_insn_per_s'] / 1e6:.1f} M simulated insn/s, "
-          f"{result['peak_rss_gb']:.2f} GB peak (targets 20 M/s, 4 GB)")
+    for k, v in result.get("targets", {}).items():
+        print(f"{k}: {v}")
     return 0
 
 

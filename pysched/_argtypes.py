@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Callable
+import sys
+from typing import Any, Callable, Sequence
 
 
 def int_list(name: str) -> Callable[[str], list[int]]:
@@ -113,4 +114,36 @@ def int_at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
-__all__ = ["int_at_least", "int_list", "positive_float", "positive_int"]
+class _DeprecatedAlias(argparse.Action):
+    """Stores like the option it stands for, after a line on stderr naming the new spelling."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, new: str = "",
+                 **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, **kwargs)
+        self.new = new
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        print(f"{parser.prog}: {option_string} is deprecated and will go; use {self.new}",
+              file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def deprecated_alias(p: argparse.ArgumentParser, old: str, new: str, **kwargs: Any) -> None:
+    """Add ``old`` as a hidden spelling of option ``new`` that still works and warns.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The parser that already has ``new``.
+    old, new : str
+        The old and the current spelling (``--bloom-bits``, ``--heatmap-bits``).
+    **kwargs
+        ``type``, ``choices``, ``metavar`` as ``new`` has them, so that a bad value is refused
+        under the spelling it was given with.
+    """
+    p.add_argument(old, dest=new.lstrip("-").replace("-", "_"), action=_DeprecatedAlias,
+                   new=new, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
+
+
+__all__ = ["deprecated_alias", "int_at_least", "int_list", "positive_float", "positive_int"]

@@ -1,10 +1,16 @@
-"""Results directories that exist only when finished (``pysched analyse``, ``evaluate``).
+"""The ``--out`` contract of the commands that write results.
 
-A command claims ``--out`` with a lock file beside it (created with ``O_EXCL``, holding its
-pid), writes into a temporary sibling ``.NAME.partial-*``, and renames that to ``--out`` at
-the end. So a second command into the same ``--out`` gets a clear error at once, and a killed
-command leaves no directory that looks finished: only its partial sibling and its lock, which
-the next command into that ``--out`` removes once their owner is gone.
+Every such command claims ``--out`` with a lock file beside it (``.NAME.pysched-lock``,
+created with ``O_EXCL``, holding its pid), so a second command into the same ``--out`` gets a
+clear error at once naming the first; the next command into that ``--out`` removes a lock
+whose owner is gone.
+
+* One-shot commands (``analyse``, ``evaluate``, ``seeds``; :func:`finished_dir`): ``--out``
+  must be new or empty; they write into a temporary sibling ``.NAME.partial-*`` and rename it
+  to ``--out`` at the end, so a killed command leaves no directory that looks finished.
+* Resumable commands (``sweep``, ``ablate``, ``study``; :func:`locked_dir`): ``--out`` keeps
+  every finished run, each file written under a temporary name and renamed, so a re-run into
+  the same ``--out`` skips what is stored and finishes the rest.
 """
 from __future__ import annotations
 
@@ -76,8 +82,7 @@ def finished_dir(out: Path) -> Iterator[Path]:
     except OSError as exc:
         raise OutputError(f"--out {out}: cannot create {out.parent} "
                           f"({exc.strerror or exc})") from None
-    lock = _claim(out)
-    try:
+    with _locked(out):
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
         try:
             yield tmp
@@ -89,6 +94,35 @@ def finished_dir(out: Path) -> Iterator[Path]:
             os.replace(tmp, out)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def locked_dir(out: Path) -> Iterator[Path]:
+    """Claim ``out``, a directory a resumable command adds to, while the block runs; yields
+    ``out``, created when missing.
+
+    Raises
+    ------
+    OutputError
+        ``out`` is not a directory, cannot be created, or another command is writing it.
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"--out {out} exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"--out {out}: cannot create it ({exc.strerror or exc})") from None
+    with _locked(out):
+        yield out
+
+
+@contextlib.contextmanager
+def _locked(out: Path) -> Iterator[None]:
+    """Hold the lock of ``out`` while the block runs."""
+    lock = _claim(out)
+    try:
+        yield
     finally:
         with contextlib.suppress(FileNotFoundError):
             lock.unlink()

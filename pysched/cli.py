@@ -11,25 +11,70 @@ import sys
 
 from pysched import _limits
 
-# name -> (module, one-line help)
-_COMMANDS: dict[str, tuple[str, str]] = {
-    "trace": ("pysched.capture.command", "boot a guest under the tracer and run a workload or a command"),
-    "check": ("pysched.trace.checker", "check a trace directory's invariants"),
+# name -> (module, one-line help, example closing its help)
+_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "trace": ("pysched.capture.command",
+              "boot a guest under the tracer and run a workload or a command",
+              "pysched trace apache --out out/apache --roi-insns 150M\n"
+              "         pysched trace --cmd 'sysloop 1000; spin 50 & wait' --vcpus 2 "
+              "--out out/run1"),
+    "check": ("pysched.trace.checker", "check a trace directory's invariants",
+              "pysched check data/apache"),
     "analyse": ("pysched.report.command",
-                "SuperFunctions, breakups, epoch similarity and page heatmaps of traces"),
+                "SuperFunctions, breakups, epoch similarity and page heatmaps of traces",
+                "pysched analyse data/apache data/find --out out/analysis"),
     "evaluate": ("pysched.evaluation.command",
-                 "replay traces under scheduling policies on simulated cores, epoch by epoch"),
+                 "replay traces under scheduling policies on simulated cores, epoch by epoch",
+                 "pysched evaluate data/apache --policies linux,schedtask --cores 8 --load 2 "
+                 "--epochs 5 --out out/eval\n"
+                 "         pysched evaluate data/netserver-10b --policy-file "
+                 "examples/irq_core.py --policies linux,irq-core --cores 2 --out out/irq\n"
+                 "the headline study (make run): pysched study schedtask-paper --data data "
+                 "--cores 8 --load 2 --variants none --epochs 5 --out results/sandbox"),
     "sweep": ("pysched.sweep.command",
-              "a grid of sandbox runs (workloads, policies, cores, loads, caches) on Dask"),
+              "a grid of sandbox runs (workloads, policies, cores, loads, caches) on Dask",
+              "pysched sweep sweeps/example.toml --out results/sweep"),
     "ablate": ("pysched.studies.ablate_command",
-               "which rule of the sandbox's model decides a policy's result against a baseline"),
+               "which rule of the sandbox's model decides a policy's result against a baseline",
+               "pysched ablate data/apache data/find --policy schedtask --baseline linux "
+               "--cores 8 --load 2 --epochs 5 --factor schedtask:steal=same,any "
+               "--out out/ablation"),
     "study": ("pysched.studies.study_command",
-              "a study on Dask, resumable: schedtask-paper (the SchedTask paper's section 6)"),
+              "a study on Dask, resumable: schedtask-paper (the SchedTask paper's section 6)",
+              "pysched study schedtask-paper --data data --workloads iscp --dry-run "
+              "--out results/paper"),
     "seeds": ("pysched.studies.seeds",
-              "the other seeds' tables (HRRS, cache-fair, DVFS placement) on the shipped traces"),
+              "the other seeds' tables (HRRS, cache-fair, DVFS placement) on the shipped traces",
+              "pysched seeds --data data --out results/seeds"),
     "cache": ("pysched.evaluation.cache_command",
-              "where prepared traces are cached, what is there; --clear removes them"),
+              "where prepared traces are cached, what is there; --clear removes them",
+              "pysched cache\n         pysched cache --clear"),
 }
+
+
+def version() -> str:
+    """The installed pysched's version (the source tree's pyproject when not installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+    try:
+        return installed("pysched")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, object]]:
+    """The ``pysched`` parser and, per sub-command, the module that runs it."""
+    parser = argparse.ArgumentParser(prog="pysched", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"pysched {version()}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    modules = {}
+    for name, (modname, helptext, example) in _COMMANDS.items():
+        mod = importlib.import_module(modname)
+        modules[name] = mod
+        mod.add_arguments(sub.add_parser(
+            name, help=helptext, description=helptext, epilog=f"example: {example}",
+            formatter_class=argparse.RawDescriptionHelpFormatter))
+    return parser, modules
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,13 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     if early:
         print(early, file=sys.stderr)
         return 1
-    parser = argparse.ArgumentParser(prog="pysched", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    modules = {}
-    for name, (modname, helptext) in _COMMANDS.items():
-        mod = importlib.import_module(modname)
-        modules[name] = mod
-        mod.add_arguments(sub.add_parser(name, help=helptext, description=helptext))
+    parser, modules = build_parser()
     for w in words:
         # argparse (3.11) turns "--opt=--" into an empty list, past the option's type check.
         if w.startswith("--") and w.endswith("=--"):

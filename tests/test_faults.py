@@ -181,7 +181,8 @@ def test_out_directory_is_claimed_and_finished(tmp_path: Path, capsys) -> None:
 
 
 _OPTIONS = {
-    "analyse": ["--epoch-insns", "--bloom-bits", "--tau-epochs", "--warmup"],
+    "analyse": ["--epoch-insns", "--heatmap-bits", "--tau-epochs", "--warmup-epochs",
+                "--bloom-bits", "--warmup"],
     "evaluate": ["--cores", "--load", "--load-unit", "--epoch-ms"],
     "check": ["--limit"],
 }

@@ -64,6 +64,10 @@ def test_markdown_names_every_trace(results: Path) -> None:
     s = json.loads((results / "summary.json").read_text())["traces"][0]
     assert f"| dss | {s['instructions']:,} | 2 |" in text
     assert "application 80 %" in text          # the paper's stated DSS breakup beside ours
+    # the headline first: the configuration, then each finding beside the paper
+    assert text.index("## Headline") < text.index("## Instruction breakup")
+    assert "- **Configuration:** 1 trace (dss); epochs of 6,000,000 instructions" in text
+    assert f"{s['tau_b_mean']['512']:.3f}" in text.split("## Instruction breakup")[0]
     data = json.loads((results / "summary.json").read_text())
     assert markdown(data["traces"], AnalysisOptions(**data["options"])) == text
 
@@ -77,8 +81,8 @@ def test_bad_input_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert main(["analyse", str(empty), "--out", str(tmp_path / "r")]) == 1
     assert str(empty) in capsys.readouterr().err
     with pytest.raises(SystemExit) as stop:  # argparse names the option
-        main(["analyse", str(DSS), "--bloom-bits", "500"])
-    assert stop.value.code == 2 and "--bloom-bits" in capsys.readouterr().err
+        main(["analyse", str(DSS), "--heatmap-bits", "500"])
+    assert stop.value.code == 2 and "--heatmap-bits" in capsys.readouterr().err
     assert main(["analyse", "--data", str(tmp_path), "--out", str(tmp_path / "r")]) == 2
     assert "no trace" in capsys.readouterr().err
     for bad in ("lots", "infM"):

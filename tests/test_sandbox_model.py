@@ -189,7 +189,7 @@ def test_copy_data_moves_only_where_the_copy_owns_it(kernel_data):
         a0, k0 = eng.accesses(i, 0, n)
         a1, k1 = eng.accesses(eng.n + i, 0, n)
         assert (k0 == k1).all()
-        lo, hi = int(eng.run_alo[r]), int(eng.run_ahi[r])
+        lo, hi = (int(b[r]) for b in eng.run_bounds)
         own = fp.private[0][lo:hi] if kernel_data == "shared" else (k0 != 0)
         assert ((a1 - a0) == np.where(own, DATA_COPY_STRIDE, 0)).all()
 

@@ -69,8 +69,8 @@ def test_the_summary_sets_ours_beside_the_papers_figures():
     assert "Appendix" not in t4 and "appendix's Table 4 at 8 cores" in t4
     assert "### Fig 9" in md and "`schedtask:stealing=none` | +0.0" in md
     assert "### Fig 11" in md and "+15.87 %" in md
-    # migrations per billion instructions (Fig 10): 500 per 10**9
-    assert "| schedtask | 500.0 | 500.0 | 500.0 |" in md.split("### Fig 10")[1]
+    # migrations per million instructions (Fig 10), the unit of the rest: 500 per 10**9
+    assert "| schedtask | 0.5 | 0.5 | 0.5 |" in md.split("### Fig 10")[1]
     assert "Why ours may differ" in md
     # fairness among the copies of each traced thread, when the runs have it
     assert "among the copies of each traced thread 0" not in md
@@ -84,6 +84,31 @@ def test_the_summary_sets_ours_beside_the_papers_figures():
     assert "No d-cache figure for find: their traces hold no data accesses" in fig8
     # without the baseline there is nothing to set beside the paper
     assert comparison_markdown(runs[runs["policy"] != "linux"]) == ""
+
+
+def test_the_summary_opens_with_the_verdict_beside_the_paper():
+    from pysched.evaluation.report import summary_markdown
+    from pysched.studies.schedtask_paper.comparison import headline_markdown
+    runs = paper_runs({"schedtask": {"apache": 0.21, "find": 0.21},
+                       "schedtask:steal=any": {"apache": 0.1, "find": 0.1},
+                       "schedtask:stealing=none": {"apache": 0.0, "find": 0.0}})
+    md = summary_markdown(runs.assign(dcache_app=np.nan, dcache_os=np.nan),
+                          sections=[comparison_markdown], headline=headline_markdown)
+    head = md.split("## Headline")[1].split("## 8 cores")[0]
+    assert "- **Configuration:** 2 traces (apache, find); 8 simulated cores" in head
+    assert "- **Measured over:** whole replays." in head
+    assert "- SchedTask: +21.0 % (paper +22.79 %)" in head
+    assert "- SchedTask (`steal=any`): +10.0 % (paper +22.79 %)" in head
+    assert "stealing=none" not in head  # a variant of Fig 9, not a reading of 5.2
+    # the headline comes first, the host's timings last and apart
+    assert md.index("## Headline") < md.index("## 8 cores") < md.index("## Host timings")
+    assert "wall s" not in md.split("## Host timings")[0]
+    # no empty table: the missing d-cache figures are said once
+    assert md.count("No d-cache figure") == 1 and "d$ app" not in md
+    assert "OS d-cache hit rate % per workload" not in md
+    # a window is said in the headline, once
+    window = summary_markdown(runs.assign(complete=False, epochs=5), headline=headline_markdown)
+    assert window.count("the first 5 epochs of each replay") == 1
 
 
 def test_the_grid_is_every_policy_at_every_load_and_the_variants_at_2x():
@@ -144,7 +169,7 @@ def test_the_study_refuses_bad_input_before_any_run(tmp_path, capsys):
     assert "nope: not a trace directory" in capsys.readouterr().err
     assert main([*base, "--variants", "schedtask:bits=3"]) == 2
     assert "--policies" in capsys.readouterr().err
-    assert main([*base, "--loads", "0"]) == 2
+    assert main([*base, "--load", "0"]) == 2
     assert "--load: 0 is not a load factor" in capsys.readouterr().err
     assert not out.exists()
     # the whole grid of two workloads, nothing run or written
@@ -157,7 +182,7 @@ def test_the_study_refuses_bad_input_before_any_run(tmp_path, capsys):
 def test_a_small_study_runs_on_dask_and_resumes(tmp_path, capsys):
     out = tmp_path / "paper"
     args = ["study", "schedtask-paper", "--data", str(DATA), "--workloads", "iscp",
-            "--cores", "2", "--loads", "2", "--policies", "linux,schedtask",
+            "--cores", "2", "--load", "2", "--policies", "linux,schedtask",
             "--variants", "schedtask:stealing=none", "--epochs", "1", "--workers", "1",
             "--out", str(out)]
     assert main(args) == 0

@@ -3,6 +3,7 @@ the ``--no-cache`` option of the commands that prepare traces."""
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from . import prepared_cache
 
@@ -15,9 +16,11 @@ def add_no_cache(p: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.epilog = (f"The cache directory is ${prepared_cache.ENV_DIR}, else "
-                "$XDG_CACHE_HOME/pysched/prepared, else ~/.cache/pysched/prepared; now "
-                f"{prepared_cache.cache_dir()}. Deleting it (rm -rf) is safe.")
+    where = textwrap.fill(f"The cache directory is ${prepared_cache.ENV_DIR}, else "
+                          "$XDG_CACHE_HOME/pysched/prepared, else ~/.cache/pysched/prepared; "
+                          f"here {prepared_cache.cache_dir()}. Deleting it (rm -rf) only "
+                          "costs the next preparations their time.", width=79)
+    p.description = f"{p.description}\n\n{where}" if p.description else where
     p.add_argument("--clear", action="store_true",
                    help="remove every cached prepared trace")
 

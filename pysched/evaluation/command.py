@@ -8,6 +8,7 @@ from pathlib import Path
 from pysched._argtypes import int_list as _int_list
 from pysched._argtypes import positive_float as _positive_float
 from pysched._argtypes import positive_int as _positive_int
+from pysched.policies.files import add_argument as add_policy_file_argument
 from pysched.constants import LOAD_COPIES, LOAD_MACHINE, LOAD_UNITS
 from pysched.sandbox.switch_cost import SWITCH_COSTS, TRACED
 
@@ -20,6 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policies", default="as-traced,linux",
                    help="comma-separated policies, each optionally with parameters as "
                         "NAME:key=value:key=value (default: as-traced,linux)")
+    add_policy_file_argument(p)
     p.add_argument("--cores", type=_int_list("--cores"), default=[8],
                    help="simulated core counts, comma-separated (default 8)")
     p.add_argument("--load", type=_int_list("--load"), default=[1],
@@ -35,16 +37,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "core's caches, no extra for a move), 'flat' (seed 001's 1,000 "
                         "cycles each) or 'zero'; see pysched.sandbox.switch_cost")
     p.add_argument("--epoch-ms", type=_positive_float, default=3.0,
-                   help="epoch length in simulated milliseconds (default 3, section 4.4)")
+                   help="epoch length in simulated milliseconds (default 3, section 4.4; "
+                        "`analyse --epoch-insns` is the same epoch in traced instructions)")
     p.add_argument("--epochs", type=_positive_int, default=None, metavar="N",
-                   help="stop every run after N epochs: measure a window of the replay "
-                        "instead of running it to the end (default)")
+                   help="a window: stop every run after N epochs of --epoch-ms instead of "
+                        "running it to the end (default)")
     p.add_argument("--machine", type=Path, default=None,
-                   help="machine TOML/JSON (models.machine.MachineConfig); its hierarchy and "
-                        "first core type are used at every --cores count")
+                   help="machine TOML/JSON (models.machine.MachineConfig, e.g. "
+                        "machines/seed001-acmp.toml with --cores 4): used as it is at its own core "
+                        "count, else its hierarchy and first core type at every --cores count "
+                        "(default: the SchedTask paper's Table 2)")
     p.add_argument("--out", type=Path, default=None,
-                   help="output directory, created when the evaluation is finished (it must "
-                        "not exist or be empty)")
+                   help="results directory, created when the evaluation is finished; it must "
+                        "not exist or be empty (required, except with --list)")
     p.add_argument("--keep-harness", action="store_true",
                    help="replay the capture harness's own work inside the region too (left "
                         "out by default: pysched.superfunctions.harness)")
@@ -55,7 +60,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pysched.policies import describe
+    from pysched.policies import PolicyFileError, describe, load_policy_files
+    try:
+        load_policy_files(args.policy_file)
+    except PolicyFileError as e:
+        print(f"pysched evaluate: {e}", file=sys.stderr)
+        return 2
     if args.list:
         print(describe())
         return 0

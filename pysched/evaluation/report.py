@@ -89,23 +89,86 @@ def _pct(x: float, digits: int = 1) -> str:
 
 
 def _switch_cost_line(runs: pd.DataFrame) -> str:
-    """Which switch-cost model the runs used (:mod:`pysched.sandbox.switch_cost`)."""
+    """Which switch-cost model the runs used (:mod:`pysched.sandbox.switch_cost`), one clause
+    per model with the traces' own figures inside it."""
     nan = pd.Series(np.nan, index=runs.index)
     per = runs.assign(sw=runs.get("switch_cost_cycles", nan),
                       mig=runs.get("os_migration_cost_cycles", nan),
                       path=runs.get("switch_path_insns", nan)
                       ).drop_duplicates(["trace", "switch_cost"])
     parts = []
-    for x in per.itertuples():
-        if not np.isfinite(x.sw):  # runs written before the cost columns (flat)
-            parts.append(f"{x.trace} {x.switch_cost}")
+    for model, g in per.groupby("switch_cost", sort=False):
+        if not np.isfinite(g["sw"]).all():  # runs written before the cost columns (flat)
+            parts.append(f"{model} ({', '.join(g['trace'])})")
             continue
-        mig = "the cores' migration cycles" if x.mig < 0 else f"{int(x.mig)}"
-        what = (f"{x.path:.0f} switch-path instructions per switch through the caches"
-                if x.sw < 0 else f"{int(x.sw)} cycles per switch")
-        parts.append(f"{x.trace} {x.switch_cost} ({what}, {mig} per move)")
+        migs = {"the cores' migration cycles" if m < 0 else f"{int(m)} cycles" for m in g["mig"]}
+        if (g["sw"] < 0).all():
+            what = ("the trace's own switch path through the caches, instructions per switch: "
+                    + ", ".join(f"{x.trace} {x.path:.0f}" for x in g.itertuples()))
+        else:
+            what = ", ".join(f"{x.trace} {int(x.sw)} cycles per switch" for x in g.itertuples())
+        parts.append(f"{model} ({what}; {' or '.join(sorted(migs))} per move)")
     return ("Switch cost (`--switch-cost`, `pysched.sandbox.switch_cost`): "
             + "; ".join(parts) + ".")
+
+
+def geomean_change(x) -> float:
+    """Geometric mean of changes ``x`` (0.1 = +10 %) as a change: ``prod(1 + x) ** (1/n) - 1``
+    (the paper's "geometric mean" of improvements). NaN when empty or any ``1 + x <= 0``."""
+    a = np.asarray(list(x), dtype=np.float64)
+    a = a[np.isfinite(a)]
+    if len(a) == 0 or (a <= -1).any():
+        return float("nan")
+    return float(np.exp(np.log1p(a).mean()) - 1.0)
+
+
+def _window(runs: pd.DataFrame) -> str:
+    """What part of each replay the runs measured."""
+    if "complete" in runs and not runs["complete"].astype(bool).all():
+        n = sorted(set(runs.loc[~runs["complete"].astype(bool), "epochs"]))
+        many = "epoch" if n == [1] else f"{', '.join(map(str, n))} epochs"
+        return (f"a window: the first {many} of each replay "
+                "(`--epochs`); measures are those of the window, not of the whole workload")
+    return "whole replays"
+
+
+def _headline_lines(runs: pd.DataFrame, r: pd.DataFrame, baseline: str,
+                    verdicts: Sequence[str]) -> list[str]:
+    """The block the summary opens with: the configuration, the window, and each policy's
+    performance over ``baseline`` (a study's ``verdicts`` instead, when it gives any)."""
+    traces = list(dict.fromkeys(runs["trace"]))
+    cores = ", ".join(map(str, sorted(set(runs["cores"]))))
+    loads = ", ".join(load_label(k, u) for (u, k), _ in runs.groupby(["load_unit", "load"]))
+    lines = ["## Headline", "",
+             f"- **Configuration:** {len(traces)} trace{'s' if len(traces) > 1 else ''} "
+             f"({', '.join(traces)}); {cores} simulated cores; {loads}; baseline `{baseline}`.",
+             f"- **Measured over:** {_window(runs)}.", ""]
+    if verdicts:
+        return lines + list(verdicts)
+    if baseline not in set(runs["policy"]):
+        return lines + [f"No `{baseline}` run, so no policy is compared with it.", ""]
+    for (cores, unit, load), g in r.groupby(["cores", "load_unit", "load"]):
+        n = g["trace"].nunique()
+        lines.append(f"Performance over `{baseline}`, {cores} cores, {load_label(load, unit)} "
+                     f"(geometric mean over {n} trace{'s' if n > 1 else ''}; + is faster):")
+        lines.append("")
+        for pol, pg in g[g["policy"] != baseline].groupby("policy", sort=False):
+            lines.append(f"- `{pol}`: {_fmt(geomean_change(pg[f'vs_{baseline}']), pct=True)}")
+        lines.append("")
+    return lines
+
+
+def _host_lines(runs: pd.DataFrame) -> list[str]:
+    """Host timings, apart from the results: wall seconds per run."""
+    if "wall_s" not in runs:
+        return []
+    lines = ["## Host timings", "", "Wall seconds of each replay on the host that ran it (not "
+             "a result: they depend on the host and its load).", "",
+             "| trace | cores | load | policy | wall s |", "|---|---|---|---|---|"]
+    for x in runs.itertuples():
+        lines.append(f"| {x.trace} | {x.cores} | {load_label(x.load, x.load_unit)} | "
+                     f"{x.policy} | {x.wall_s:.1f} |")
+    return lines + [""]
 
 
 #: A study's own part of the summary: ``section(runs, baseline)`` -> markdown ("" for none).
@@ -113,13 +176,18 @@ Section = Callable[[pd.DataFrame, str], str]
 
 
 def summary_markdown(runs: pd.DataFrame, baseline: str = "linux",
-                     sections: Sequence[Section] = ()) -> str:
-    """The summary: one table per (cores, load) with each policy's totals, and where the core
-    time went per policy (:func:`core_time`); then each of a study's ``sections`` (e.g. the
-    SchedTask paper's figures beside ours, :mod:`pysched.studies.schedtask_paper`)."""
-    lines = ["# Scheduler sandbox: evaluation", ""]
+                     sections: Sequence[Section] = (),
+                     headline: Section | None = None) -> str:
+    """The summary: a headline block (configuration, window, each policy's performance over
+    ``baseline``, or what a study's ``headline`` says instead), one table per (cores, load)
+    with each policy's totals and where the core time went (:func:`core_time`), each of a
+    study's ``sections`` (e.g. the SchedTask paper's figures beside ours,
+    :mod:`pysched.studies.schedtask_paper`), and last the host's timings."""
     have_base = baseline in set(runs["policy"])
     r = performance(runs, baseline) if have_base else runs.assign(performance=np.nan)
+    verdict = headline(runs, baseline) if headline is not None else ""
+    lines = ["# Scheduler sandbox: evaluation", ""]
+    lines += _headline_lines(runs, r, baseline, [verdict] if verdict else [])
     lines.append("Performance is the paper's measure (section 6.1): application events per "
                  "simulated second, where the workload defines events (see below), else "
                  "instructions per simulated second.")
@@ -131,11 +199,17 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux",
         lines.append("")
     if "switch_cost" in runs:
         lines += [_switch_cost_line(runs), ""]
+    dcache = bool(runs[["dcache_app", "dcache_os"]].notna().to_numpy().any())
+    if not dcache:
+        lines += ["No d-cache figures: no trace here holds data accesses (a `mem` table: "
+                  "`pysched trace --data-accesses`), so the sandbox replays instruction "
+                  "fetches only.", ""]
     for (cores, unit, load), g in r.groupby(["cores", "load_unit", "load"]):
         lines.append(f"## {cores} cores, {load_label(load, unit)}")
         lines.append("")
         head = ["trace", "copies", "policy", "sim. ms", "Ginsn/s", "idle", "i$ app", "i$ OS",
-                "d$ app", "d$ OS", "migr.", "events/s", f"vs {baseline}", "fairness", "wall s"]
+                *(["d$ app", "d$ OS"] if dcache else []), "migr.", "events/s",
+                f"perf. over {baseline}", "fairness"]
         lines.append("| " + " | ".join(head) + " |")
         lines.append("|" + "---|" * len(head))
         for _, x in g.iterrows():
@@ -143,11 +217,11 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux",
                 str(x["trace"]), str(x["copies"]), str(x["policy"]),
                 f"{1e3 * x['elapsed_s']:.2f}",
                 f"{x['throughput'] / 1e9:.2f}", f"{100 * x['idle_fraction']:.1f} %",
-                _fmt(x["icache_app"]), _fmt(x["icache_os"]), _fmt(x["dcache_app"]),
-                _fmt(x["dcache_os"]), str(int(x["migrations"])),
+                _fmt(x["icache_app"]), _fmt(x["icache_os"]),
+                *([_fmt(x["dcache_app"]), _fmt(x["dcache_os"])] if dcache else []),
+                str(int(x["migrations"])),
                 f"{x['events_per_s']:.0f}" if x["has_events"] else "-",
-                _fmt(x.get(f"vs_{baseline}", np.nan), pct=True), _fmt(x["fairness"]),
-                f"{x['wall_s']:.1f}"]) + " |")
+                _fmt(x.get(f"vs_{baseline}", np.nan), pct=True), _fmt(x["fairness"])]) + " |")
         lines.append("")
         lines += _core_time_lines(g)
     used = sorted(set(runs["workload"]) & set(EVENTS))
@@ -165,12 +239,6 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux",
         lines += ["## Not whole traces", ""]
         lines += [f"- **{x.trace}**: {x.note}" for x in notes.itertuples()]
         lines.append("")
-    if "complete" in runs and not runs["complete"].astype(bool).all():
-        n = sorted(set(runs.loc[~runs["complete"].astype(bool), "epochs"]))
-        lines.append(f"Runs stopped after {', '.join(map(str, n))} epochs (`--epochs`): their "
-                     "measures are those of that window of the replay, not of the whole "
-                     "workload; their instructions are what ran in it.")
-        lines.append("")
     deps = sorted(set(runs.get("dependencies", pd.Series(dtype=str))))
     if "traced-time" in deps:
         lines.append("Traces without a `wakeups` table replay blocked threads on the trace's "
@@ -180,16 +248,17 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux",
     for section in sections:
         if text := section(runs, baseline):
             lines.append(text)
+    lines += _host_lines(runs)
     return "\n".join(lines)
 
 
 def write(out: Path, epochs: pd.DataFrame, runs: pd.DataFrame, baseline: str = "linux",
-          sections: Sequence[Section] = ()) -> None:
-    """Write ``epochs.parquet``, ``runs.csv``, ``summary.md`` (with a study's ``sections``,
-    :func:`summary_markdown`) and ``epochs.png`` into ``out``."""
+          sections: Sequence[Section] = (), headline: Section | None = None) -> None:
+    """Write ``epochs.parquet``, ``runs.csv``, ``summary.md`` (with a study's ``sections``
+    and ``headline``, :func:`summary_markdown`) and ``epochs.png`` into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     epochs.to_parquet(out / "epochs.parquet", index=False)
     runs.to_csv(out / "runs.csv", index=False)
-    (out / "summary.md").write_text(summary_markdown(runs, baseline, sections) + "\n")
+    (out / "summary.md").write_text(summary_markdown(runs, baseline, sections, headline) + "\n")
     from pysched.plots.sandbox import plot_epochs
     plot_epochs(epochs, out / "epochs.png")

@@ -27,6 +27,7 @@ from pysched.policies import get_policy
 from pysched.sandbox import RunResult, SandboxConfig, build_footprint, build_workload, simulate
 from pysched.sandbox.app_events import EVENTS, event_items
 from pysched.sandbox.footprint import Footprint
+from pysched.sandbox.item_streams import item_streams
 from pysched.sandbox.metrics import stats_row
 from pysched.sandbox.kernel_data import copy_private
 from pysched.sandbox.switch_cost import (SWITCH_COSTS, TRACED, TracedSwitch, sandbox_costs,
@@ -308,6 +309,8 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
     say = progress or (lambda s: None)
     epochs, runs = [], []
     for t in traces:
+        # every run of the trace replays the same items' accesses (the compiled engine's)
+        streams = item_streams(t.workload, t.footprint)
         for ncores in cores:
             m = machine(ncores, base)
             for k in loads:
@@ -330,7 +333,7 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
                     tick = None if run_progress is None else \
                         (lambda done, total, label=label: run_progress(label, done, total))
                     res = simulate(t.workload, t.footprint, pol, cfg, t.events, progress=tick,
-                                   switch_path=t.meta.get("switch"))
+                                   switch_path=t.meta.get("switch"), streams=streams)
                     wall = time.perf_counter() - t0
                     key = {"trace": t.name, "workload": t.meta.get("workload", t.name),
                            "policy": p, "cores": ncores, "load": k, "load_unit": load_unit,

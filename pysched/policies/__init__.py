@@ -1,16 +1,22 @@
 """Scheduling policies for the sandbox: one module per policy behind one interface
 (:class:`~pysched.policies.base.Policy`), listed in an explicit registry.
 
-To add a policy: write ``pysched/policies/<name>.py`` with a ``Policy`` subclass and add it to
-:data:`REGISTRY` below.
+A policy takes parameters as ``name:key=value`` (:func:`get_policy`): each key is an argument
+of its class's ``__init__`` (:func:`parameters` lists them with their defaults). A researcher's
+own policies come from a Python file (``--policy-file``, :mod:`.files`) without editing the
+package; a built-in one is a module here with an entry in :data:`REGISTRY` below.
 """
 from __future__ import annotations
+
+import inspect
+from typing import Any
 
 from .as_traced import AsTraced
 from .base import Policy
 from .cache_fair import CacheFair
 from .disaggregate_os import DisAggregateOS
 from .fairness import Fairness
+from .files import PolicyFileError, load_policy_file, load_policy_files
 from .flexsc import FlexSC
 from .hrrs import HRRS
 from .linux import Linux
@@ -61,10 +67,31 @@ def _number(text: str):
     return text
 
 
+def parameters(cls: type[Policy]) -> dict[str, Any]:
+    """The ``name:key=value`` parameters policy class ``cls`` takes: its ``__init__``'s
+    arguments with their defaults (``inspect.Parameter.empty`` for one without)."""
+    sig = inspect.signature(cls.__init__)
+    return {n: p.default for n, p in list(sig.parameters.items())[1:]
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
 def describe() -> str:
-    """One line per registered policy: name, summary."""
+    """Per registered policy: its name and summary, then its parameters with their defaults
+    and, for one from a policy file, the file."""
+    from .files import file_of
     width = max(len(n) for n in REGISTRY)
-    return "\n".join(f"{n:<{width}}  {cls.summary}" for n, cls in REGISTRY.items())
+    lines = []
+    for n, cls in REGISTRY.items():
+        lines.append(f"{n:<{width}}  {cls.summary}")
+        params = parameters(cls)
+        if params:
+            text = ", ".join(k if v is inspect.Parameter.empty else f"{k}={v}"
+                             for k, v in params.items())
+            lines.append(f"{'':<{width}}  parameters: {text}")
+        if (origin := file_of(n)) is not None:
+            lines.append(f"{'':<{width}}  from {origin}")
+    return "\n".join(lines)
 
 
-__all__ = ["Policy", "REGISTRY", "describe", "get_policy"]
+__all__ = ["Policy", "PolicyFileError", "REGISTRY", "describe", "get_policy",
+           "load_policy_file", "load_policy_files", "parameters"]

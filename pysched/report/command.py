@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from pysched.superfunctions import DEFAULT_EPOCH
-from pysched._argtypes import int_at_least
+from pysched._argtypes import deprecated_alias, int_at_least
 from pysched._outdir import OutputError, finished_dir
 from pysched.heatmaps import SIZES
 from pysched.trace import TraceError, preflight
@@ -53,16 +53,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="analyse the complete prefix of an incomplete trace (a killed capture) "
                         "instead of refusing it; the summary says so")
     p.add_argument("--epoch-insns", type=_count, default=DEFAULT_EPOCH,
-                   help=f"instructions per vCPU per epoch (default {DEFAULT_EPOCH:,}: 3 ms at "
-                        "2 GHz and an IPC of 1); an epoch is that times the vCPUs of the "
-                        "machine's instructions, in the trace's order across vCPUs")
-    p.add_argument("--bloom-bits", type=int, default=512, choices=SIZES,
+                   help=f"epoch length in instructions per vCPU (default {DEFAULT_EPOCH:,}: 3 ms "
+                        "at 2 GHz and an IPC of 1, as `evaluate --epoch-ms 3` in simulated "
+                        "time); an epoch is that times the vCPUs of the machine's "
+                        "instructions, in the trace's order across vCPUs")
+    p.add_argument("--heatmap-bits", type=int, default=512, choices=SIZES,
                    help="Page-heatmap size for the drawn heatmaps and overlap table "
-                        "(128, 256, 512, 1024 or 2048; default 512)")
+                        "(128, 256, 512, 1024 or 2048; default 512; the policies' and sweeps' "
+                        "heatmap_bits)")
+    deprecated_alias(p, "--bloom-bits", "--heatmap-bits", type=int, choices=SIZES)
     p.add_argument("--tau-epochs", type=int_at_least(1), default=60,
                    help="at most this many epochs enter the tau-b test (default 60)")
-    p.add_argument("--warmup", type=int_at_least(0), default=5,
-                   help="epochs left out of the steady-state similarity figures (default 5)")
+    p.add_argument("--warmup-epochs", type=int_at_least(0), default=5, metavar="N",
+                   help="epochs left out of the steady-state similarity figures (default 5; "
+                        "`trace --warmup` is guest seconds before the region)")
+    deprecated_alias(p, "--warmup", "--warmup-epochs", type=int_at_least(0))
     p.add_argument("--keep-harness", action="store_true",
                    help="count the capture harness's own work inside the region (left out by "
                         "default: pysched.superfunctions.harness)")
@@ -70,8 +75,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        opts = AnalysisOptions(epoch_len=args.epoch_insns, bloom_bits=args.bloom_bits,
-                               tau_epochs=args.tau_epochs, warmup=args.warmup,
+        opts = AnalysisOptions(epoch_len=args.epoch_insns, bloom_bits=args.heatmap_bits,
+                               tau_epochs=args.tau_epochs, warmup=args.warmup_epochs,
                                keep_harness=args.keep_harness)
     except ValueError as exc:
         print(f"pysched analyse: {exc}", file=sys.stderr)

@@ -109,14 +109,41 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}"
 
 
+def _span(vals: Sequence[float | None], fmt: str) -> str:
+    """``lo-hi`` of the values there are (``-`` for none)."""
+    v = [x for x in vals if x is not None]
+    if not v:
+        return "-"
+    lo, hi = min(v), max(v)
+    return format(lo, fmt) if lo == hi else f"{format(lo, fmt)}-{format(hi, fmt)}"
+
+
+def _headline_lines(summaries: Sequence[dict], opts: AnalysisOptions) -> list[str]:
+    """The block the summary opens with: the configuration, then each finding's range over
+    the traces beside what the paper states (the tables below give each trace)."""
+    names = [s["trace"] for s in summaries]
+    os_share = [1 - s["breakup_paper_categories"]["application"] for s in summaries]
+    med = [s["similarity"]["median_after_warmup"] for s in summaries]
+    tau = [s["tau_b_mean"].get(str(opts.bloom_bits)) for s in summaries]
+    return ["## Headline", "",
+            f"- **Configuration:** {len(names)} trace{'s' if len(names) != 1 else ''} "
+            f"({', '.join(names)}); epochs of {opts.epoch_len:,} instructions per vCPU, "
+            "counted over the whole machine in the trace's order across vCPUs; Page-heatmaps "
+            f"of {opts.bloom_bits} bits; similarity after {opts.warmup} warm-up epochs.",
+            f"- **OS share of the instructions** (system calls, interrupts, bottom halves, of "
+            f"Table 1's four categories): {_span([100 * x for x in os_share], '.1f')} % "
+            "across the traces.",
+            f"- **Epoch-to-epoch similarity** (median after the warm-up): "
+            f"{_span(med, '.4f')}; compare {SIMILARITY_TEXT}.",
+            f"- **Kendall tau-b of {opts.bloom_bits}-bit Page-heatmap rankings** against exact "
+            f"page sets: {_span(tau, '.3f')}.", ""]
+
+
 def markdown(summaries: Sequence[dict], opts: AnalysisOptions) -> str:
     """The summary as Markdown tables."""
-    lines = ["# pysched analysis", "",
-             f"Epoch: {opts.epoch_len:,} instructions per vCPU, counted over the whole "
-             "machine in the trace's order across vCPUs; Page-heatmaps of "
-             f"{opts.bloom_bits} bits in the figures; similarity after {opts.warmup} warm-up "
-             "epochs. Figures: breakup.png (Fig 4), similarity.png (section 4.4), tau.png "
-             "(Fig 11), and per trace heatmaps.png and overlap.png.", "",
+    lines = ["# pysched analysis", "", *_headline_lines(summaries, opts),
+             "Figures: breakup.png (Fig 4), similarity.png (section 4.4), tau.png (Fig 11), "
+             "and per trace heatmaps.png and overlap.png.", "",
              "## Instruction breakup (% of instructions, scheduler code apart)", ""]
     noted = [f"- **{s['trace']}**: {s['note']}" for s in summaries if s.get("note")]
     if noted:
@@ -134,7 +161,6 @@ def markdown(summaries: Sequence[dict], opts: AnalysisOptions) -> str:
     lines += ["", "## Epoch-to-epoch similarity of the breakup by superFuncType", "",
               "| trace | full epochs | median | > 0.995 | > 0.98 | 5 in a row > 0.995 from |",
               "|---|---|---|---|---|---|"]
-    lines.insert(-2, f"Compare {SIMILARITY_TEXT}.\n")
     for s in summaries:
         m = s["similarity"]
         med = "-" if m["median_after_warmup"] is None else f"{m['median_after_warmup']:.4f}"

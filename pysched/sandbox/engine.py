@@ -118,16 +118,20 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
 from pysched.heatmaps.hashing import bloom_bit
 from pysched.models.caches.hierarchy import Hierarchy
+from pysched.models.codes import NLEVELS
 from pysched.models.cores.timing import stall_table
 from pysched.models.machine import MachineConfig
 from pysched.superfunctions.functype import Category
 
+from .chunk_kernel import CORE_ROWS, stall_sum
 from .footprint import Footprint
+from .item_streams import gather_streams, run_offsets
 from .metrics import SandboxStats
 from .simview import SimView, Work
 from .workload import ASYNC_ITEM, FIRST, RETURN, START, THREAD_ITEM, Workload
@@ -158,6 +162,7 @@ IFETCH_PENALTIES = ("difference", "full")
 
 _EV_CORE, _EV_RELEASE, _EV_EPOCH, _EV_TICK, _EV_POKE, _EV_IDLE_TICK = 0, 1, 2, 3, 4, 5
 _INTERRUPT = int(Category.INTERRUPT)
+_CELLS = 3 * NLEVELS   # a stall table's (kind, level) cells
 
 
 @dataclass(frozen=True)
@@ -274,6 +279,11 @@ class Engine:
         self.n = len(w)
         self.K = config.copies
         self.ncores = config.ncores
+        # Per-core floats as rows of one array (:data:`CORE_ROWS`; the attributes are views),
+        # so that the compiled engine passes them in one argument.
+        self.core_f = np.zeros((len(CORE_ROWS), self.ncores))
+        for k, name in enumerate(CORE_ROWS):
+            setattr(self, name, self.core_f[k])
         #: Cache class of the context-switch path (after the superFuncTypes' ids): OS code.
         self.sched_class = len(w.types)
         self.hier = Hierarchy(config.machine.hierarchy, classes=len(w.types) + 1)
@@ -297,11 +307,8 @@ class Engine:
         self.max_unlooked = 0.0
         self.wait_since: float | None = None
         # cycles a policy charged to a core (SimView.charge), paid by its next chunk
-        self.core_charge = np.zeros(self.ncores)
         cores = config.machine.cores
         self.level = np.array([c.level % len(c.dvfs) for c in cores], dtype=np.int64)
-        self.freq = np.zeros(len(cores))
-        self.cap_v2 = np.zeros(len(cores))
         self.static_w = np.zeros(len(cores))
         for c in range(len(cores)):
             self._operating_point(c)
@@ -309,9 +316,10 @@ class Engine:
         # energy is the sum over the stretches at each level.
         self.static_j = np.zeros(len(cores))
         self.level_since = np.zeros(len(cores))
-        self.cpi = np.array([c.base_cpi for c in cores])
+        self.cpi[:] = [c.base_cpi for c in cores]
         full = config.ifetch_penalty == "full"
         self.stall = [stall_table(config.machine.hierarchy, c, ifetch_full=full) for c in cores]
+        self.stall_flat = [np.ascontiguousarray(t.reshape(-1)) for t in self.stall]
         self.mig_cycles = np.array([c.migration_cycles for c in cores], dtype=np.float64)
         # an OS move's charge (dispatch); hardware moves (_run_moved) keep mig_cycles
         self.os_mig_cycles = self.mig_cycles if config.os_migration_cycles is None else \
@@ -321,18 +329,7 @@ class Engine:
         # Copy k of vCPU v is first mapped to core (k * vCPUs + v) mod cores.
         self.home = lambda copy, vcpu: (copy * nv + self.vidx.get(vcpu, 0)) % self.ncores
         # Instructions of an item before each of its runs.
-        lens = w.run_stop - w.run_start
-        self.run_before = np.zeros(len(lens), dtype=np.int64)
-        for i in np.flatnonzero(np.diff(w.run_ptr) > 1).tolist():
-            lo, hi = w.run_ptr[i], w.run_ptr[i + 1]
-            self.run_before[lo:hi] = np.cumsum(lens[lo:hi]) - lens[lo:hi]
-        # Each run's accesses: positions [run_alo, run_ahi) in its vCPU's footprint.
-        self.run_alo = np.zeros(len(lens), dtype=np.int64)
-        self.run_ahi = np.zeros(len(lens), dtype=np.int64)
-        for v in w.vcpus:
-            m = w.run_vcpu == v
-            self.run_alo[m] = footprint.index(v, w.run_start[m])
-            self.run_ahi[m] = footprint.index(v, w.run_stop[m])
+        self.run_before = run_offsets(w)
         # Who waits for whom: per waker item, (offset, dependent) sorted by offset.
         deps = np.flatnonzero(w.dep_item >= 0)
         order = np.lexsort((w.dep_offset[deps], w.dep_item[deps]))
@@ -344,24 +341,51 @@ class Engine:
         self.wait_dep = deps
         self.events_w = (np.zeros(self.n, dtype=np.int64) if app_event_items is None
                          else np.asarray(app_event_items, dtype=np.int64))
+        # The per-item tables the event loop reads one element at a time, as Python lists
+        # (an element of a list is several times faster to read than one of an array).
+        self._insns = w.insns.tolist()
+        self._type = w.type_id.tolist()
+        self._taskof = w.task.tolist()
+        self._wptr = self.wait_ptr.tolist()
+        self._woff = self.wait_off.tolist()
+        self._wdep = self.wait_dep.tolist()
+        self._events = self.events_w.tolist()
+        r0 = w.run_ptr[:-1]
+        has = r0 < len(w.run_vcpu)
+        self._tvcpu = np.where(has, w.run_vcpu[np.minimum(r0, max(len(w.run_vcpu) - 1, 0))]
+                               if len(w.run_vcpu) else -1, -1).tolist()
+        self._tstart = np.where(has, w.run_start[np.minimum(r0, max(len(w.run_start) - 1, 0))]
+                                if len(w.run_start) else -1, -1).tolist()
+        self._ftype = w.types[w.type_id].tolist() if self.n else []
+        self._cat = w.category.tolist()
+        self._num = w.number.tolist()
+        self._begins = w.begins.tolist()
+        self._async = (w.kind == ASYNC_ITEM).tolist()
         # Dynamic state over all copies.
         total = self.n * self.K
         ntask = w.ntasks
-        self.prog = np.zeros(total, dtype=np.int64)
-        self.trig = np.zeros(total, dtype=np.int64)      # next waiter index (relative)
-        self.pending = np.zeros(total, dtype=np.int64)   # unmet conditions
-        self.ready_t = np.zeros(total, dtype=np.float64)  # when it (last) joined a queue
-        self.ready0 = np.zeros(total, dtype=np.float64)   # when it first became ready
-        self.begun = np.zeros(total, dtype=bool)  # has started (latency counted once)
+        self.prog = [0] * total                          # instructions done
+        self.trig = [0] * total                          # next waiter index (relative)
+        self.pending = [0] * total                       # unmet conditions (setup)
+        self.ready_t = [0.0] * total                     # when it (last) joined a queue
+        self.ready0 = [0.0] * total                      # when it first became ready
+        self.begun = [False] * total                     # has started (latency counted once)
         self.log: list[tuple] | None = None  # (gid, core, t0, t1, lo, hi) per chunk if a list
         self.item_cycles = np.zeros(total, dtype=np.float64)
-        self.task_pos = np.zeros(ntask * self.K, dtype=np.int64)
-        self.task_core = np.full(ntask * self.K, -1, dtype=np.int64)
-        self.task_time = np.zeros(ntask * self.K, dtype=np.float64)
+        self.task_pos = [0] * (ntask * self.K)
+        self.ntask = ntask
+        self._task_ptr = w.task_ptr.tolist()
+        self._task_items = w.task_items.tolist()
+        self.task_core = [-1] * (ntask * self.K)          # where each thread ran last
+        # per-thread floats and integers, rows of two arrays (views, as core_f)
+        self.task_f = np.zeros((2, ntask * self.K))
+        self.task_time = self.task_f[0]
+        self.task_i = np.zeros((2, ntask * self.K), dtype=np.int64)
+        self.s_task_insns = self.task_i[0]
         # per-thread hardware counters: busy cycles, and accesses served by memory (misses
         # of the shared last-level cache)
-        self.task_cycles = np.zeros(ntask * self.K, dtype=np.float64)
-        self.task_llc_misses = np.zeros(ntask * self.K, dtype=np.int64)
+        self.task_cycles = self.task_f[1]
+        self.task_llc_misses = self.task_i[1]
         self.dep_done = np.zeros(total, dtype=bool)      # its wake-up has happened
         self.queues: list[list[Work]] = [[] for _ in range(self.ncores)]
         self.core_item = [-1] * self.ncores
@@ -370,12 +394,9 @@ class Engine:
         self.core_end = [0] * self.ncores                # offset the running chunk reaches
         self.core_task = [-1] * self.ncores              # thread that ran last
         self.core_slice = [0.0] * self.ncores            # when the running thread item began
-        self.core_until = np.zeros(self.ncores)
         self.core_kicked = [False] * self.ncores
         self.core_moveto = [-1] * self.ncores            # migrate_running: where to at chunk end
         self.incoming: list[list[int]] = [[] for _ in range(self.ncores)]  # moved, run next
-        self.core_freq = np.zeros(self.ncores)           # frequency of the running chunk
-        self.core_chunk_cv2 = np.zeros(self.ncores)      # its C * V**2
         self.task_end = np.full(ntask * self.K, np.nan)  # when each thread's last item ended
         self.periodic = 0                                # epoch and tick events in the heap
         self.tick_s = float(policy.tick_s or 0.0)
@@ -393,10 +414,24 @@ class Engine:
         self.heat = np.zeros((len(w.types), max(self.heat_bits, 1)), dtype=bool)
         self._init_stats()
 
+    @cached_property
+    def run_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each run's accesses: positions ``[alo, ahi)`` in its vCPU's footprint (the plain
+        engine's :meth:`accesses`; built on first use)."""
+        w = self.w
+        alo = np.zeros(len(w.run_start), dtype=np.int64)
+        ahi = np.zeros(len(w.run_start), dtype=np.int64)
+        for v in w.vcpus:
+            m = w.run_vcpu == v
+            alo[m] = self.fp.index(v, w.run_start[m])
+            ahi[m] = self.fp.index(v, w.run_stop[m])
+        return alo, ahi
+
     def _init_switch_path(self, path) -> None:
         """The traced switch path (:class:`.switch_cost.TracedSwitch`), for ``switch_cycles =
-        None``: its ranges' accesses laid end to end as one cyclic stream, of which each switch
-        replays the next ``per_switch`` instructions' (see the module)."""
+        None``: its ranges' accesses laid end to end as one cyclic stream
+        (:func:`.item_streams.gather_streams`), of which each switch replays the next
+        ``per_switch`` instructions' (see the module)."""
         if self.cfg.switch_cycles is not None:
             return
         if path is None or not len(path.runs):
@@ -406,22 +441,12 @@ class Engine:
         runs = runs[np.isin(runs[:, 0], list(self.w.vcpus)) & (runs[:, 2] > runs[:, 1])]
         if not len(runs):
             raise ValueError("the trace's switch path lies on no replayed vCPU")
-        fp = self.fp
-        addrs, kinds, pos = [], [], []
-        total = 0
-        for v, a, b in runs.tolist():
-            lo, hi = (int(x) for x in fp.index(v, [a, b]))
-            ad, kd = fp.take(v, lo, hi)
-            addrs.append(ad)
-            kinds.append(kd)
-            # each access's instruction in the stream
-            pos.append(fp.icount[v][lo:hi].astype(np.int64) - a + total)
-            total += b - a
-        self.sw_addr = np.concatenate(addrs)
-        self.sw_kind = np.concatenate(kinds)
-        self.sw_pos = np.concatenate(pos)
-        self.sw_cls = np.full(len(self.sw_addr), self.sched_class, dtype=np.uint16)
-        self.sw_total = total   # instructions in one pass of the stream
+        lens = runs[:, 2] - runs[:, 1]
+        before = np.concatenate(([0], np.cumsum(lens)[:-1]))
+        #: The switch path as one stream (offsets: instructions of the path end to end).
+        self.sw = gather_streams(self.fp, np.zeros(len(runs), dtype=np.int64), 1, runs[:, 0],
+                                 runs[:, 1], runs[:, 2], before)
+        self.sw_total = int(lens.sum())   # instructions in one pass of the stream
         self.sw_per = float(path.per_switch)
         self.sw_count = 0       # switches replayed
         self.sw_insns = 0       # their instructions
@@ -435,22 +460,27 @@ class Engine:
         start = self.sw_insns % self.sw_total
         self.sw_insns += n
         self.s_switch_insns[c] += n
-        # accesses of instructions [start, start + n) of the cyclic stream, wrapping around
-        pieces, left = [], n
-        pos = self.sw_pos
+        # instructions [start, start + n) of the cyclic stream, wrapping around
+        stall, left = 0.0, n
         while left > 0:
             take = min(left, self.sw_total - start)
-            lo, hi = np.searchsorted(pos, (start, start + take)).tolist()
-            if hi > lo:
-                pieces.append((lo, hi))
+            stall += self._switch_piece(c, start, start + take)
             left -= take
             start = 0
-        stall = 0.0
-        for lo, hi in pieces:
-            kind = self.sw_kind[lo:hi]
-            served = self.hier.run(c, self.sw_addr[lo:hi], kind, self.sw_cls[lo:hi])
-            stall += float(self.stall[c][kind, served].sum())
         return n * self.cpi[c] + stall
+
+    def _switch_piece(self, c: int, lo: int, hi: int) -> float:
+        """Stall cycles of instructions ``[lo, hi)`` of the switch path on core ``c``."""
+        sw = self.sw
+        a, b = np.searchsorted(sw.off, (lo, hi)).tolist()
+        if b <= a:
+            return 0.0
+        kind = sw.kind[a:b]
+        addr = sw.line[a:b].astype(np.uint64) << np.uint64(sw.shift)
+        cls = np.full(b - a, self.sched_class, dtype=np.uint16)
+        served = self.hier.run(c, addr, kind, cls)
+        return stall_sum(np.bincount(kind * NLEVELS + served, minlength=_CELLS),
+                         self.stall_flat[c])
 
     def charge(self, c: int, insns: float) -> None:
         """``insns`` instructions of the policy's own routine on core ``c`` (:meth:`SimView.
@@ -519,22 +549,16 @@ class Engine:
         c, t = self.ncores, len(self.w.types)
         z = lambda dt=np.float64: np.zeros(c, dtype=dt)  # noqa: E731
         self.s_insns = z(np.int64)
-        self.s_busy = z()
-        self.s_base = z()
-        self.s_stall = z()
         self.s_switch = z()
         self.s_mig = z()
-        self.s_dyn = z()
         self.s_switches = z(np.int64)
         self.s_migs = z(np.int64)
         self.s_steals = z(np.int64)
         self.s_switch_insns = z(np.int64)
-        self.s_charged = z()
         self.s_type_insns = np.zeros(t, dtype=np.int64)
         self.s_type_cycles = np.zeros(t)
         self.s_type_items = np.zeros(t, dtype=np.int64)
-        self.s_task_insns = np.zeros(self.w.ntasks * self.K, dtype=np.int64)
-        self.s_task_want = np.zeros(self.w.ntasks * self.K)
+        self.s_task_want = [0.0] * (self.w.ntasks * self.K)
         self.s_wait = 0.0
         self.s_waits = 0
         self.s_lat = 0.0
@@ -557,7 +581,7 @@ class Engine:
             self.s_type_insns.copy(), self.s_type_cycles.copy(), self.s_type_items.copy(),
             # per copy of the workload (row) and traced thread (column), see copy_fairness
             self.s_task_insns.reshape(self.K, -1).copy(),
-            self.s_task_want.reshape(self.K, -1).copy(), self.s_wait, self.s_waits, self.s_lat,
+            np.array(self.s_task_want).reshape(self.K, -1), self.s_wait, self.s_waits, self.s_lat,
             self.s_irqs, self.s_bh_lat, self.s_bhs, self.s_events, self.hier.stats,
             self.s_switch_insns.copy(), self.s_charged.copy(), self.s_idle_none,
             self.s_idle_wait)
@@ -566,20 +590,19 @@ class Engine:
     def work(self, g: int) -> Work:
         wk = self._works.get(g)
         if wk is None:
-            w, i = self.w, g % self.n
+            i = g % self.n
             wk = Work()
             wk.gid, wk.copy, wk.item = g, g // self.n, i
-            t = int(w.task[i])
-            wk.task = -1 if t < 0 else wk.copy * w.ntasks + t
-            wk.type_id = int(w.type_id[i])
-            wk.functype = int(w.types[wk.type_id])
-            wk.category = int(w.category[i])
-            wk.number = int(w.number[i])
-            wk.begins = int(w.begins[i])
-            wk.is_async = bool(w.kind[i] == ASYNC_ITEM)
-            r = int(w.run_ptr[i])
-            wk.trace_vcpu = int(w.run_vcpu[r]) if r < len(w.run_vcpu) else -1
-            wk.trace_start = int(w.run_start[r]) if r < len(w.run_start) else -1
+            t = self._taskof[i]
+            wk.task = -1 if t < 0 else wk.copy * self.ntask + t
+            wk.type_id = self._type[i]
+            wk.functype = self._ftype[i]
+            wk.category = self._cat[i]
+            wk.number = self._num[i]
+            wk.begins = self._begins[i]
+            wk.is_async = self._async[i]
+            wk.trace_vcpu = self._tvcpu[i]
+            wk.trace_start = self._tstart[i]
             self._works[g] = wk
         return wk
 
@@ -602,7 +625,7 @@ class Engine:
         if wk.is_async:
             target = pol.route_interrupt(wk, self.home(wk.copy, wk.trace_vcpu))
         else:
-            last = int(self.task_core[wk.task])
+            last = self.task_core[wk.task]
             if last < 0:
                 last = self.home(wk.copy, wk.trace_vcpu)
             if core < 0 or wk.begins == FIRST:
@@ -682,11 +705,12 @@ class Engine:
     def fire(self, g: int) -> None:
         """Release the items waiting for ``g`` to reach its current progress."""
         i, copy = g % self.n, g // self.n
-        lo, hi = int(self.wait_ptr[i]), int(self.wait_ptr[i + 1])
-        k = lo + int(self.trig[g])
+        lo, hi = self._wptr[i], self._wptr[i + 1]
+        k = lo + self.trig[g]
         p = self.prog[g]
-        while k < hi and self.wait_off[k] <= p:
-            self.satisfy(copy * self.n + int(self.wait_dep[k]), via_dep=True)
+        woff = self._woff
+        while k < hi and woff[k] <= p:
+            self.satisfy(copy * self.n + self._wdep[k], via_dep=True)
             k += 1
         self.trig[g] = k - lo
 
@@ -700,14 +724,15 @@ class Engine:
         j = r0 if r1 - r0 == 1 else r0 + int(np.searchsorted(before[r0:r1], lo, "right")) - 1
         addrs, kinds, privs = [], [], []
         fp = self.fp
+        alo, ahi = self.run_bounds
         copy = g // self.n
         # which data accesses move with the copy (module, Load)
         split = copy and fp.data and self.cfg.kernel_data == "shared" and fp.private
         while j < r1 and before[j] < hi:
             v, s, b0 = int(w.run_vcpu[j]), int(w.run_start[j]), int(before[j])
             n = int(w.run_stop[j]) - s
-            a = int(self.run_alo[j]) if lo <= b0 else int(fp.index(v, [s + lo - b0])[0])
-            b = int(self.run_ahi[j]) if hi >= b0 + n else int(fp.index(v, [s + hi - b0])[0])
+            a = int(alo[j]) if lo <= b0 else int(fp.index(v, [s + lo - b0])[0])
+            b = int(ahi[j]) if hi >= b0 + n else int(fp.index(v, [s + hi - b0])[0])
             ad, kd = fp.take(v, a, b)
             addrs.append(ad)
             kinds.append(kd)
@@ -725,34 +750,46 @@ class Engine:
             addr = addr + np.where(moves, DATA_COPY_STRIDE * np.uint64(copy), np.uint64(0))
         return addr, kind
 
-    def start_chunk(self, c: int, g: int, extra_cycles: float = 0.0,
-                    extra_kind: str = "") -> None:
-        w, i = self.w, g % self.n
-        o = int(self.prog[g])
-        end = min(int(w.insns[i]), o + self.cfg.max_chunk)
-        k = int(self.wait_ptr[i]) + int(self.trig[g])
+    def _chunk_cost(self, c: int, g: int, lo: int, hi: int) -> tuple[float, int]:
+        """Run item ``g``'s instructions ``[lo, hi)`` through core ``c``'s caches (and set the
+        heatmap bits of its fetched frames): stall cycles and memory accesses."""
+        addr, kind = self.accesses(g, lo, hi)
+        if not len(addr):
+            return 0.0, 0
+        t = self.w.type_id[g % self.n]
+        cls = np.full(len(addr), t, dtype=np.uint16)
+        served = self.hier.run(c, addr, kind, cls)
+        stall = stall_sum(np.bincount(kind * NLEVELS + served, minlength=_CELLS),
+                          self.stall_flat[c])
+        if self.heat_bits:
+            pf = addr[kind == 0] >> np.uint64(12)
+            if len(pf):
+                pf = pf[np.r_[True, pf[1:] != pf[:-1]]]
+                self.heat[t, bloom_bit(pf, self.heat_bits)] = True
+        return stall, int(np.count_nonzero(served == NLEVELS - 1))
+
+    def _chunk_span(self, g: int, i: int) -> tuple[int, int]:
+        """Instructions ``[o, end)`` of item ``g`` (``i`` in the workload) its next chunk
+        runs."""
+        o = self.prog[g]
+        end = min(self._insns[i], o + self.cfg.max_chunk)
+        k = self._wptr[i] + self.trig[g]
         # End the chunk at the next wake-up offset. ``<=``, not ``<``: waiters at offsets up to
         # ``o`` were released when the chunk ending at ``o`` ended (fire), except those at
         # offset 0 of an item's first chunk, which no chunk has ended at yet. They get a chunk
         # of no instructions, only the switch or migration cost ``extra_cycles``: releasing them
         # when the core picks the waker (as dispatch once did) let a woken item start on an
         # idle core while the waker was still being switched in, before it reached the wake-up.
-        if k < int(self.wait_ptr[i + 1]) and o <= int(self.wait_off[k]) < end:
-            end = int(self.wait_off[k])
-        addr, kind = self.accesses(g, o, end)
+        if k < self._wptr[i + 1] and o <= self._woff[k] < end:
+            end = self._woff[k]
+        return o, end
+
+    def start_chunk(self, c: int, g: int, extra_cycles: float = 0.0,
+                    extra_kind: str = "") -> None:
+        i = g % self.n
+        o, end = self._chunk_span(g, i)
         n = end - o
-        stall = 0.0
-        llc_misses = 0
-        if len(addr):
-            cls = np.full(len(addr), w.type_id[i], dtype=np.uint16)
-            served = self.hier.run(c, addr, kind, cls)
-            stall = float(self.stall[c][kind, served].sum())
-            llc_misses = int(np.count_nonzero(served == 3))
-            if self.heat_bits:
-                pf = addr[kind == 0] >> np.uint64(12)
-                if len(pf):
-                    pf = pf[np.r_[True, pf[1:] != pf[:-1]]]
-                    self.heat[w.type_id[i], bloom_bit(pf, self.heat_bits)] = True
+        stall, llc_misses = self._chunk_cost(c, g, o, end)
         base = n * self.cpi[c]
         cycles = base + stall + extra_cycles
         # the policy's own routine runs first; Algorithm 1 stops the statistics around
@@ -767,11 +804,12 @@ class Engine:
         self.s_stall[c] += stall
         self.s_busy[c] += dur
         self.s_dyn[c] += (cycles + charged) * self.cap_v2[c]
-        self.s_type_insns[w.type_id[i]] += n
-        self.s_type_cycles[w.type_id[i]] += cycles
-        t = int(w.task[i])
+        ty = self._type[i]
+        self.s_type_insns[ty] += n
+        self.s_type_cycles[ty] += cycles
+        t = self._taskof[i]
         if t >= 0:
-            tg = (g // self.n) * w.ntasks + t
+            tg = (g // self.n) * self.ntask + t
             self.s_task_insns[tg] += n
             self.task_time[tg] += cycles / self.freq[c]
             self.task_cycles[tg] += cycles
@@ -840,7 +878,7 @@ class Engine:
                 self.s_switch[c] += sw
                 extra += sw
                 self.core_task[c] = wk.task
-            last = int(self.task_core[wk.task])
+            last = self.task_core[wk.task]
             if last >= 0 and last != c:
                 self.s_migs[c] += 1
                 self.s_mig[c] += self.os_mig_cycles[c]
@@ -869,7 +907,7 @@ class Engine:
             self.prog[g] = self.core_end[c]
             self.fire(g)
             i = g % self.n
-            if self.prog[g] >= self.w.insns[i]:
+            if self.prog[g] >= self._insns[i]:
                 self.core_item[c] = -1
                 self.core_moveto[c] = -1  # the item ended: nothing left to move
                 self.finish(g, c)
@@ -914,22 +952,22 @@ class Engine:
         w, i = self.w, g % self.n
         wk = self.work(g)
         self.done_items += 1
-        self.s_type_items[w.type_id[i]] += 1
-        self.s_events += int(self.events_w[i])
-        self.policy.item_done(wk, c, float(self.item_cycles[g]), int(w.insns[i]))
+        self.s_type_items[self._type[i]] += 1
+        self.s_events += self._events[i]
+        self.policy.item_done(wk, c, float(self.item_cycles[g]), self._insns[i])
         self._works.pop(g, None)
         if wk.is_async:
             return
         tg = wk.task
         self.s_task_want[tg] += self.now - self.ready0[g]
-        copy, t = g // self.n, int(w.task[i])
-        pos = int(self.task_pos[tg]) + 1
+        copy, t = g // self.n, self._taskof[i]
+        pos = self.task_pos[tg] + 1
         self.task_pos[tg] = pos
-        lo, hi = int(w.task_ptr[t]), int(w.task_ptr[t + 1])
+        lo, hi = self._task_ptr[t], self._task_ptr[t + 1]
         if lo + pos >= hi:
             self.task_end[tg] = self.now
             return
-        ng = copy * self.n + int(w.task_items[lo + pos])
+        ng = copy * self.n + self._task_items[lo + pos]
         self.pending[ng] -= 1
         if self.pending[ng] == 0:
             self.ready(ng, c)
@@ -984,7 +1022,7 @@ class Engine:
         # Conditions per item: its wake-up, its release time, its thread's previous item.
         p = ((w.dep_item >= 0).astype(np.int64) + (w.release > 0)
              + ((w.kind == THREAD_ITEM) & (w.begins != FIRST)))
-        self.pending[:] = np.tile(p, self.K)
+        pending = np.tile(p, self.K)
         rel = np.flatnonzero(w.release > 0)
         first = np.flatnonzero(p == 0)
         for copy in range(self.K):
@@ -994,10 +1032,11 @@ class Engine:
             if late > 0:
                 # a copy that starts late: its first items are released at its offset
                 for i in first.tolist():
-                    self.pending[copy * self.n + i] += 1
+                    pending[copy * self.n + i] += 1
                     self.push(late, _EV_RELEASE, copy * self.n + i)
+        self.pending = pending.tolist()
         self.policy.attach(SimView(self))
-        for g in np.flatnonzero(self.pending == 0).tolist():
+        for g in np.flatnonzero(pending == 0).tolist():
             self.ready(g, -1)
 
     def run(self, on_epoch=None, progress=None) -> list[SandboxStats]:
@@ -1076,7 +1115,7 @@ class Engine:
     def _break_deadlock(self) -> bool:
         """Release the blocked item that was released earliest in the trace (see module)."""
         w = self.w
-        cand = np.flatnonzero((self.pending == 1) & ~self.dep_done)
+        cand = np.flatnonzero((np.array(self.pending) == 1) & ~self.dep_done)
         waiting = cand[w.dep_item[cand % self.n] >= 0]
         if not len(waiting):
             return False
@@ -1114,9 +1153,14 @@ class RunResult:
     task_end_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
+#: :func:`simulate`'s engines: the compiled hot path (:mod:`.compiled`) or the plain one.
+ENGINES = ("compiled", "plain")
+
+
 def simulate(workload: Workload, footprint: Footprint, policy, config: SandboxConfig,
              app_event_items: np.ndarray | None = None, on_epoch=None,
-             progress=None, switch_path=None) -> RunResult:
+             progress=None, switch_path=None, engine: str = "compiled",
+             streams=None) -> RunResult:
     """Replay ``workload`` under ``policy`` on ``config``'s machine.
 
     Parameters
@@ -1136,8 +1180,19 @@ def simulate(workload: Workload, footprint: Footprint, policy, config: SandboxCo
     switch_path : TracedSwitch, optional
         The trace's switch path (:func:`.switch_cost.traced_switch`), needed when
         ``config.switch_cycles`` is None.
+    engine : str
+        :data:`ENGINES`: ``"compiled"`` (default) or ``"plain"``, its twin; the same results.
+    streams : ItemStreams, optional
+        The workload's item streams for the compiled engine (built when not given).
     """
-    eng = Engine(workload, footprint, policy, config, app_event_items, switch_path)
+    if engine == "compiled":
+        from .compiled import CompiledEngine
+        eng = CompiledEngine(workload, footprint, policy, config, app_event_items,
+                             switch_path, streams)
+    elif engine == "plain":
+        eng = Engine(workload, footprint, policy, config, app_event_items, switch_path)
+    else:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     epochs = eng.run(on_epoch, progress)
     total = epochs[0]
     for e in epochs[1:]:

@@ -5,21 +5,19 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Callable
 
 from pysched._argtypes import positive_float, positive_int
+from pysched.policies.files import add_argument as add_policy_file_argument
 
 from . import on_dask
 
-EXAMPLE = ("example: pysched ablate data/apache data/find --policy schedtask --baseline linux "
-           "--cores 8 --load 2 --epochs 5 --factor schedtask:steal=same,any --out out/ablation")
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.epilog = EXAMPLE
     p.add_argument("traces", nargs="+", metavar="TRACE", help="trace directories")
     p.add_argument("--policy", required=True,
                    help="the policy under study, optionally NAME:key=value (see `pysched "
                         "evaluate --list`)")
+    add_policy_file_argument(p)
     p.add_argument("--baseline", default="linux", help="the policy it is compared with "
                    "(default linux)")
     p.add_argument("--cores", type=positive_int, default=8, help="simulated cores (default 8)")
@@ -49,11 +47,15 @@ def _write(path: Path, text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pysched.policies import REGISTRY, get_policy
+    from pysched.policies import PolicyFileError, get_policy, load_policy_files
     from pysched.sweep.spec import SweepSpecError
 
-    from .ablation import FACTORS, AblationError, markdown, parse_factor, points, table
+    from .ablation import FACTORS, AblationError, parse_factor, points
     err = (lambda m: print(f"pysched ablate: {m}", file=sys.stderr) or 2)
+    try:
+        load_policy_files(args.policy_file)
+    except PolicyFileError as e:
+        return err(str(e))
     for what, spec in (("--policy", args.policy), ("--baseline", args.baseline)):
         try:
             get_policy(spec)
@@ -80,8 +82,22 @@ def run(args: argparse.Namespace) -> int:
                             args.epochs, factors, args.epoch_ms, base)
     except (TraceError, SweepSpecError, ValueError) as e:
         return err(str(e))
+    from pysched._outdir import OutputError, locked_dir
+    try:
+        with locked_dir(args.out):
+            return _run(args, confs, pts, factors, err)
+    except OutputError as e:
+        return err(str(e))
+
+
+def _run(args: argparse.Namespace, confs: list, pts: dict, factors: list,
+         err: Callable[[str], int]) -> int:
+    """Run the ablation's points and write its tables into ``args.out``, which this command
+    holds."""
+    from pysched.policies import REGISTRY
     from pysched.sweep.store import ResultStore
-    args.out.mkdir(parents=True, exist_ok=True)
+
+    from .ablation import markdown, table
     todo = list(dict.fromkeys(pts.values()))
     if status := on_dask.run_points(todo, args.out, args, "ablate", err):
         return status

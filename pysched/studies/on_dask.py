@@ -16,7 +16,8 @@ from pysched.evaluation.cache_command import add_no_cache
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """``--machine``, ``--scheduler``, ``--workers`` and ``--no-cache``."""
     p.add_argument("--machine", type=Path, default=None,
-                   help="machine TOML/JSON (its hierarchy and first core type)")
+                   help="machine TOML/JSON, e.g. machines/seed001-acmp.toml (its hierarchy "
+                        "and first core type; default: the SchedTask paper's Table 2)")
     p.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
                    help="an existing Dask scheduler (default: a local cluster)")
     p.add_argument("--workers", type=positive_int, default=None,

@@ -11,10 +11,19 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
 from pysched.evaluation.cache_command import add_no_cache
+
+#: Seed 001's identifiers (the CSV's) -> how the summary names them; + is sooner.
+SPEEDUPS = {"hrrs_vs_linux": "HRRS sooner than linux",
+            "hrrs_vs_fairness": "HRRS sooner than Fairness",
+            "hw_1ms_vs_sw_4ms": "HRRS at 1 ms (hardware) sooner than at 4 ms (software)"}
+#: Seed 003's best-effort measures (the CSV's) -> how the summary names them; + is a loss.
+LOSSES = {"cpu_time": "CPU time lost up to the principal's completion",
+          "cpu_share": "share of that time lost"}
 
 #: seed -> the shipped traces its table needs
 NEEDS = {
@@ -38,39 +47,47 @@ def _table(df: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
-def seed_001(data: Path, prepare) -> tuple[str, dict[str, pd.DataFrame]]:
+def seed_001(data: Path, prepare) -> tuple[str, str, dict[str, pd.DataFrame]]:
     from . import seed001_hrrs as a
     runs = a.run_policies(prepare(data / "barrier"))
     sp = a.speedups(runs)
     t = pd.DataFrame({"ours": [_pct(v) for v in sp["ours"]],
-                      "paper": [_pct(v) for v in sp["paper"]]}, index=sp.index)
-    t.index.name = "speed-up"
+                      "paper": [_pct(v) for v in sp["paper"]]},
+                     index=[SPEEDUPS.get(i, i) for i in sp.index])
+    t.index.name = "completion time (+ is sooner)"
+    x = sp.loc["hrrs_vs_linux"]
+    head = (f"- **Seed 001 (HRRS):** the barrier program finishes {_pct(x['ours'])} sooner "
+            f"under HRRS than under linux (paper {_pct(x['paper'])}).")
     md = ("## Seed 001: HRRS on one big and three small cores (`barrier`, 4 threads)\n\n"
           "Completion time of the program's threads (`notebooks/05-hrrs.ipynb`), one copy, "
           f"switch cost `{a.SWITCH_COST}`: the 1,000 cycles per context switch seed 001 states "
           "(section 4.2; `hrrs`'s `paper_model`), not the default `traced`.\n\n"
           + _table(t))
-    return md, {"seed001_runs": runs, "seed001_speedups": sp}
+    return md, head, {"seed001_runs": runs, "seed001_speedups": sp}
 
 
-def seed_002(data: Path, prepare) -> tuple[str, dict[str, pd.DataFrame]]:
+def seed_002(data: Path, prepare) -> tuple[str, str, dict[str, pd.DataFrame]]:
     from . import seed002_dvfs as dvfs
     names = {"10b": "netserver-10b", "100kb": "netserver-100kb", "1mb": "netserver-1mb",
              "apache": "apache-short"}
     table = dvfs.compare({k: prepare(data / d) for k, d in names.items()})
     rel = dvfs.summary(table)
     t = rel.map(_pct)
-    t.index.name = "trace"
+    t.index.name = "trace (+ is longer, more energy)"
+    dv = [c for c in rel.columns if c.startswith("profile-dvfs")]
+    head = ("- **Seed 002 (DVFS placement):** `profile-dvfs` against every core fast: "
+            + "; ".join(f"{k} " + ", ".join(f"{c.split()[-1]} {_pct(rel.loc[k, c])}"
+                                             for c in dv) for k in rel.index) + ".")
     paper = "\n".join(f"- {k}: {v}" for k, v in dvfs.PAPER.items())
     md = ("## Seed 002: OS components on dedicated cores at DVFS levels (8 cores, 4 the OS's)\n\n"
           "Completion time and energy of each configuration against `all-fast` (the same "
           "placement, every core at 2.6 GHz); slow cores at 1.0 GHz, one copy of each trace, "
           "the default switch cost (`traced`) (`notebooks/07-dvfs.ipynb`).\n\n" + _table(t)
           + "\n\nThe paper (section 4.4, lighttpd):\n\n" + paper)
-    return md, {"seed002_runs": table, "seed002_summary": rel}
+    return md, head, {"seed002_runs": table, "seed002_summary": rel}
 
 
-def seed_003(data: Path, prepare) -> tuple[str, dict[str, pd.DataFrame]]:
+def seed_003(data: Path, prepare) -> tuple[str, str, dict[str, pd.DataFrame]]:
     from . import seed003_cache_fair as cf
     names = sorted({cf.PRINCIPAL, *(n for s in cf.ESTIMATE for n in s),
                     *(n for s in cf.SCHEDULES.values() for n in s)})
@@ -80,10 +97,14 @@ def seed_003(data: Path, prepare) -> tuple[str, dict[str, pd.DataFrame]]:
     var = cf.variability(runs)
     loss = cf.best_effort_loss(runs)
     lo, hi = cf.PAPER["variability_default"]
-    t = var.map(_pct)
+    t = var.map(_pct).rename(columns=lambda c: f"{c} (+ is slower)")
     t.index.name = "scheduler"
-    lt = loss.map(_pct)
-    lt.index.name = "schedule"
+    lt = loss.map(_pct).rename(columns=LOSSES)
+    lt.index.name = "schedule (+ is a loss)"
+    head = ("- **Seed 003 (cache-fair):** the principal's slowest schedule over its fastest "
+            + ", ".join(f"{_pct(var.loc[k, 'max vs min'])} under {k}" for k in var.index)
+            + f" (paper {lo:.0%}-{hi:.0%} under the default scheduler, under "
+            f"{cf.PAPER['variability_cache_fair']:.0%} under cache-fair).")
     md = ("## Seed 003: cache-fair (2 cores, shared 4 MiB L3, principal `chase-mid`)\n\n"
           f"Fair miss rate {1e3 * est['fair_rate']:.2f} misses per 1,000 cycles "
           f"({len(est['samples'])} samples; default switch cost, `traced`). Variability of the "
@@ -96,7 +117,7 @@ def seed_003(data: Path, prepare) -> tuple[str, dict[str, pd.DataFrame]]:
           "principal's completion, and its share of that time); paper: under "
           f"{cf.PAPER['best_effort_mean']:.0%} on average, at most "
           f"{cf.PAPER['best_effort_max']:.0%}.\n\n" + _table(lt))
-    return md, {"seed003_runs": runs, "seed003_variability": var, "seed003_best_effort": loss,
+    return md, head, {"seed003_runs": runs, "seed003_variability": var, "seed003_best_effort": loss,
                 "seed003_samples": est["samples"]}
 
 
@@ -107,7 +128,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", type=Path, default=Path("data"),
                    help="where the shipped traces are (default: ./data)")
     p.add_argument("--out", type=Path, default=Path("results/seeds"),
-                   help="results directory (default: ./results/seeds)")
+                   help="results directory, created when every table is written; it must "
+                        "not exist or be empty (default: ./results/seeds)")
     add_no_cache(p)
 
 
@@ -120,28 +142,43 @@ def run(args: argparse.Namespace) -> int:
             cache[path] = prepare(path, cache=not args.no_cache)
         return cache[path]
 
+    from pysched._outdir import OutputError, finished_dir
     try:
-        args.out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        print(f"pysched seeds: --out {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        with finished_dir(args.out) as tmp:
+            text = _write(args.data, tmp, prep)
+    except OutputError as exc:
+        print(f"pysched seeds: {exc}", file=sys.stderr)
         return 2
-    parts = ["# The other seeds' schedulers on the shipped traces\n"]
-    for seed, fn in SEEDS.items():
-        missing = [t for t in NEEDS[seed] if not (args.data / t / "manifest.json").is_file()]
-        if missing:
-            parts.append(f"## Seed {seed}\n\nLeft out: {args.data / missing[0]} is not there "
-                         "(make data-seeds).")
-            continue
-        t0 = time.perf_counter()
-        md, tables = fn(args.data, prep)
-        for name, df in tables.items():
-            df.to_csv(args.out / f"{name}.csv")
-        parts.append(md)
-        print(f"pysched seeds: seed {seed} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    text = "\n\n".join(parts) + "\n"
-    (args.out / "summary.md").write_text(text)
     print(text)
     return 0
+
+
+def _write(data: Path, out: Path, prep: Callable[[Path], object]) -> str:
+    """Every seed's tables into ``out`` and its summary; returns the summary."""
+    parts, heads, timings = [], [], []
+    for seed, fn in SEEDS.items():
+        missing = [t for t in NEEDS[seed] if not (data / t / "manifest.json").is_file()]
+        if missing:
+            parts.append(f"## Seed {seed}\n\nLeft out: {data / missing[0]} is not there "
+                         "(make data-seeds).")
+            heads.append(f"- **Seed {seed}:** left out ({data / missing[0]} is not there).")
+            continue
+        t0 = time.perf_counter()
+        md, head, tables = fn(data, prep)
+        for name, df in tables.items():
+            df.to_csv(out / f"{name}.csv")
+        parts.append(md)
+        heads.append(head)
+        timings.append(f"| {seed} | {time.perf_counter() - t0:.0f} |")
+        print(f"pysched seeds: seed {seed} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    parts.insert(0, "# The other seeds' schedulers on the shipped traces\n\n## Headline\n\n"
+                 + "\n".join(heads) + "\n\nEach seed's section gives its setting and table.")
+    if timings:
+        parts.append("## Host timings\n\nSeconds each seed took on the host that ran it (not "
+                     "a result).\n\n| seed | s |\n|---|---|\n" + "\n".join(timings))
+    text = "\n\n".join(parts) + "\n"
+    (out / "summary.md").write_text(text)
+    return text
 
 
 __all__ = ["NEEDS", "SEEDS", "add_arguments", "run"]

@@ -8,7 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from pysched._argtypes import int_list, positive_float, positive_int
+from pysched._argtypes import deprecated_alias, int_list, positive_float, positive_int
+from pysched.policies.files import add_argument as add_policy_file_argument
 from pysched.sandbox.switch_cost import SWITCH_COSTS, TRACED
 
 from . import on_dask
@@ -36,11 +37,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "find,iscp,oscp,apache,dss,filesrv,mailsrv,oltp)")
     s.add_argument("--cores", type=positive_int, default=8,
                    help="simulated cores (default 8; the paper's figures: 32)")
-    s.add_argument("--loads", type=int_list("--loads"), default=list(LOADS),
-                   help="the paper's loads kX, relative to the machine (default 1,2,4,8; "
-                        "the variants run at 2X)")
+    s.add_argument("--load", type=int_list("--load"), default=list(LOADS),
+                   help="the paper's loads kX, relative to the machine, comma-separated "
+                        "(default 1,2,4,8; the variants run at 2X)")
+    deprecated_alias(s, "--loads", "--load", type=int_list("--loads"))
     s.add_argument("--policies", type=_specs, default=POLICIES,
                    help=f"policies at every load (default {','.join(POLICIES)})")
+    add_policy_file_argument(s)
     s.add_argument("--variants", type=_specs, default=VARIANTS,
                    help=f"SchedTask's variants at 2X, or none (default {','.join(VARIANTS)})")
     s.add_argument("--epochs", type=positive_int, default=None, metavar="N",
@@ -70,12 +73,12 @@ def _grid(args: argparse.Namespace):
     paths = traces(args.data) if workloads is None else traces(args.data, workloads)
     if not paths:
         raise ValueError("--workloads: no workload given")
-    check_request([*args.policies, *args.variants], [args.cores], args.loads)
+    check_request([*args.policies, *args.variants], [args.cores], args.load)
     for t in paths:
         if not Path(t).is_dir():
             raise ValueError(f"{t}: not a trace directory (--data, --workloads)")
         preflight(t)  # the checker's cheap checks before any long work
-    return Grid(paths, args.cores, tuple(dict.fromkeys(args.loads)), args.policies,
+    return Grid(paths, args.cores, tuple(dict.fromkeys(args.load)), args.policies,
                 args.variants, args.epochs, args.epoch_ms, args.switch_cost,
                 on_dask.load_machine(args.machine))
 
@@ -85,8 +88,14 @@ def run(args: argparse.Namespace) -> int:
     from pysched.sweep.store import ResultStore
     from pysched.trace import TraceError
 
+    from pysched.policies import PolicyFileError, load_policy_files
+
     from .schedtask_paper import study
     err = (lambda m: print(f"pysched study {args.study}: {m}", file=sys.stderr) or 2)
+    try:
+        load_policy_files(args.policy_file)
+    except PolicyFileError as e:
+        return err(str(e))
     if args.out.exists() and not args.out.is_dir():
         return err(f"--out {args.out} exists and is not a directory")
     try:
@@ -100,7 +109,12 @@ def run(args: argparse.Namespace) -> int:
             done = store is not None and store.finished(p)
             print(f"{p.key}  {'stored' if done else 'to run'}  {p.label()}")
         return 0
-    if status := on_dask.run_points(todo, args.out, args, "study", err):
-        return status
-    print(study.summarise(grid, args.out))
+    from pysched._outdir import OutputError, locked_dir
+    try:
+        with locked_dir(args.out):
+            if status := on_dask.run_points(todo, args.out, args, "study", err):
+                return status
+            print(study.summarise(grid, args.out))
+    except OutputError as e:
+        return err(str(e))
     return 0

@@ -8,11 +8,13 @@ from pathlib import Path
 
 from pysched._argtypes import int_at_least
 from pysched.evaluation.cache_command import add_no_cache
+from pysched.policies.files import add_argument as add_policy_file_argument
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", type=Path, metavar="SWEEP.toml",
                    help="sweep file: [[grid]] and [[point]] tables (see sweeps/example.toml)")
+    add_policy_file_argument(p)
     p.add_argument("--out", type=Path, required=True,
                    help="results directory; finished points in it are skipped")
     p.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
@@ -74,10 +76,13 @@ def _terminate(signum, frame):
 
 
 def run(args: argparse.Namespace) -> int:
+    from pysched.policies import PolicyFileError, load_policy_files
+
     from .spec import SweepSpecError, load_spec
     try:
+        load_policy_files(args.policy_file)  # before the file's policies are checked
         sweep = load_spec(args.spec)
-    except SweepSpecError as e:
+    except (PolicyFileError, SweepSpecError) as e:
         print(f"pysched sweep: {e}", file=sys.stderr)
         return 2
     out: Path = args.out
@@ -91,19 +96,31 @@ def run(args: argparse.Namespace) -> int:
             done = store is not None and store.finished(p)
             print(f"{p.key}  {'finished' if done else 'to run  '}  {p.label()}")
         return 0
+    from pysched._outdir import OutputError, locked_dir
+    try:
+        with locked_dir(out):
+            return _run(args, sweep.points, out)
+    except OutputError as e:
+        print(f"pysched sweep: {e}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace, points: tuple, out: Path) -> int:
+    """Run and summarise the sweep's ``points`` into ``out``, which this command holds."""
+    from .store import ResultStore
     store = ResultStore(out)
     (out / "sweep.toml").write_bytes(args.spec.read_bytes())
     from .run import run_sweep
     progress = _Progress()
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        outcome = run_sweep(sweep.points, out, scheduler=args.scheduler, workers=args.workers,
+        outcome = run_sweep(points, out, scheduler=args.scheduler, workers=args.workers,
                             on_start=progress.start, on_done=progress.point,
                             cache=not args.no_cache)
     except KeyboardInterrupt:
         progress.close()
-        n = sum(store.finished(p) for p in sweep.points)
-        print(f"pysched sweep: interrupted; {n} of {len(sweep.points)} points are stored in "
+        n = sum(store.finished(p) for p in points)
+        print(f"pysched sweep: interrupted; {n} of {len(points)} points are stored in "
               f"{out} (run again to finish)", file=sys.stderr)
         return 130
     except OSError as e:  # e.g. no scheduler at --scheduler
@@ -114,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
     progress.close()
     from .summary import summarise, summary_text
-    table = summarise(store.read(list(sweep.points), kind="runs"))
+    table = summarise(store.read(list(points), kind="runs"))
     table.to_csv(out / "summary.csv", index=False)
     text = summary_text(table)
     (out / "summary.md").write_text(f"# Sweep {args.spec}\n\n{text}\n")

@@ -6,7 +6,8 @@ footprint built, or read from the on-disk cache of prepared traces on the worker
 that process (:func:`cached_trace`), so a trace is read once per worker and never shipped with
 a task; only the point (a few hundred bytes) goes out and its per-epoch rows come back. The client writes
 each point's files as its future completes (:class:`~.store.ResultStore`), so an interrupted
-sweep loses only the points in flight, and a re-run skips finished points.
+sweep loses only the points in flight, and a re-run skips finished points. Policies loaded
+from files (``--policy-file``) are loaded on every worker too (:mod:`.worker_policies`).
 
 A worker that dies mid-run (killed, out of memory) is restarted by its nanny and the scheduler
 re-runs its tasks elsewhere (up to ``distributed.scheduler.allowed-failures`` deaths per task);
@@ -161,6 +162,10 @@ def run_sweep(points: Sequence[Point], out: str | Path, client=None,
         return outcome
     ctx = contextlib.nullcontext(client) if client is not None else connect(scheduler, workers)
     with ctx as c:
+        from pysched.policies.files import loaded_sources
+        if sources := loaded_sources():  # workers do not share this process's registry
+            from .worker_policies import register
+            register(c, sources)
         outcome.dashboard = dashboard_link(c)
         if on_start is not None:
             on_start(len(todo), len(outcome.skipped), outcome.dashboard)

@@ -44,6 +44,7 @@ from pysched.constants import LOAD_MACHINE, LOAD_UNITS
 from pysched.models.configio import ConfigError
 from pysched.models.machine import MachineConfig
 from pysched.policies import REGISTRY, get_policy
+from pysched.policies.files import source_digest
 from pysched.sandbox.switch_cost import SWITCH_COSTS, TRACED
 
 from .geometry import LEVELS, base_machine
@@ -131,6 +132,8 @@ class Point:
                 "switch_cost": self.switch_cost}
         if self.model:
             data["model"] = [[k, v] for k, v in self.model]
+        if digest := source_digest(self.policy_name):  # a policy file: edited, runs again
+            data["policy_source"] = digest
         if self.epochs is not None:
             data["epochs"] = self.epochs
         blob = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()

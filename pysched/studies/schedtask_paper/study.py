@@ -18,8 +18,10 @@ window of the first ``epochs`` epochs or whole replays. Points are submitted in 
 workloads at 2X first), so an interrupted study has Fig 7 first.
 
 Measure (:func:`summarise`): ``pysched evaluate``'s summary of all runs
-(:func:`pysched.evaluation.report.write`) with :func:`~.comparison.comparison_markdown` as its
-last section (Fig 7-11, Table 4, the overheads, why ours may differ), and
+(:func:`pysched.evaluation.report.write`) opening with :func:`~.comparison.headline_markdown`
+(each technique's gain at 2X beside the paper's Fig 7) and with
+:func:`~.comparison.comparison_markdown` as its last section (Fig 7-11, Table 4, the
+overheads, why ours may differ), and
 ``paper-<cores>cores.png`` (:func:`~.plots.plot_paper`).
 
 The runs are points of the sweep machinery (:mod:`pysched.sweep`; each through
@@ -43,7 +45,8 @@ from pysched.sweep.geometry import base_machine
 from pysched.sweep.spec import Point, canonical_policy
 from pysched.sweep.store import ResultStore
 
-from .comparison import WORKLOADS, comparison_markdown, paper_loads, with_changes
+from .comparison import (WORKLOADS, comparison_markdown, headline_markdown, paper_loads,
+                         with_changes)
 from .plots import plot_paper
 
 #: Table 3's techniques and the baseline, SchedTask in both readings of stealing across the
@@ -155,7 +158,8 @@ def summarise(grid: Grid, out: str | Path, baseline: str = "linux") -> str:
     epochs, runs = results(grid, out)
     if runs.empty:
         raise ValueError(f"{out}: no finished point of the study")
-    write(out, epochs, runs, baseline, sections=[comparison_markdown])
+    write(out, epochs, runs, baseline, sections=[comparison_markdown],
+          headline=headline_markdown)
     at_paper = paper_loads(runs)
     if baseline in set(at_paper["policy"]):
         r = with_changes(at_paper, baseline)

@@ -1,0 +1,125 @@
+"""The compiled engine (pysched.sandbox.compiled) against its twin, the plain engine: the same
+statistics to the last bit, on random small workloads with data accesses, copies and several
+runs per item, and on a shipped trace under every registered policy; and the item streams
+against the plain engine's accesses."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sandbox_factory import FIRST, tiny
+from test_sandbox import machine, workloads
+
+from pysched.evaluation.runner import copies_for, prepare
+from pysched.evaluation.runner import machine as table2_machine
+from pysched.policies import REGISTRY, get_policy
+from pysched.sandbox import Footprint, SandboxConfig, simulate
+from pysched.sandbox.engine import ENGINES, Engine
+from pysched.sandbox.item_streams import item_streams
+from pysched.sandbox.switch_cost import sandbox_costs
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def assert_same(a, b, where: str = "") -> None:
+    """Every field of two records (nested records too) equal to the last bit."""
+    assert type(a) is type(b), where
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if dataclasses.is_dataclass(x):
+            assert_same(x, y, f"{where}.{f.name}")
+        else:
+            assert np.array_equal(np.asarray(x), np.asarray(y)), f"{where}.{f.name}: {x} != {y}"
+
+
+def assert_same_runs(ra, rb) -> None:
+    assert len(ra.epochs) == len(rb.epochs)
+    for k, (ea, eb) in enumerate(zip(ra.epochs, rb.epochs)):
+        assert_same(ea, eb, f"epoch {k}")
+    assert ra.forced_releases == rb.forced_releases
+    assert ra.complete == rb.complete
+    assert np.array_equal(ra.task_end_s, rb.task_end_s, equal_nan=True)
+
+
+@st.composite
+def data_footprints(draw):
+    """A random workload of :func:`test_sandbox.workloads` whose footprint also has loads and
+    stores (random kinds and lines) and a random private mask (what moves with a copy)."""
+    w, fp = draw(workloads())
+    kinds, lines, private = {}, {}, {}
+    for v in fp.icount:
+        n = len(fp.icount[v])
+        rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+        kinds[v] = rng.integers(0, 3, n).astype(np.uint8)
+        lines[v] = np.where(kinds[v] == 0, fp.lines[v],
+                            rng.integers(0, 4096, n)).astype(np.uint32)
+        private[v] = rng.random(n) < 0.5
+    return w, Footprint(fp.line, True, fp.icount, lines, kinds, private)
+
+
+def _both(w, fp, policy, cfg):
+    runs = [simulate(w, fp, get_policy(policy), cfg, engine=e) for e in ENGINES]
+    return runs
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data_footprints(), st.sampled_from(sorted(REGISTRY)), st.integers(1, 3),
+       st.integers(1, 3), st.integers(3, 50), st.sampled_from(["shared", "per-copy"]))
+def test_compiled_equals_plain_on_random_workloads(wf, policy, cores, copies, max_chunk,
+                                                    kernel_data):
+    w, fp = wf
+    cfg = SandboxConfig(machine(cores), copies=copies, max_chunk=max_chunk,
+                        kernel_data=kernel_data)
+    assert_same_runs(*_both(w, fp, policy, cfg))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data_footprints(), st.data())
+def test_item_streams_hold_the_plain_accesses(wf, data):
+    """A chunk's accesses from the item streams are the plain engine's (``accesses``) for any
+    range of any item, before the copy's data offset."""
+    w, fp = wf
+    eng = Engine(w, fp, get_policy("linux"), SandboxConfig(machine(1)))
+    s = item_streams(w, fp)
+    for _ in range(10):
+        i = data.draw(st.integers(0, len(w) - 1))
+        n = int(w.insns[i])
+        lo = data.draw(st.integers(0, n))
+        hi = data.draw(st.integers(lo, n))
+        addr, kind = eng.accesses(i, lo, hi)
+        p0, p1 = int(s.ptr[i]), int(s.ptr[i + 1])
+        a = p0 + int(np.searchsorted(s.off[p0:p1], lo))
+        b = p0 + int(np.searchsorted(s.off[p0:p1], hi))
+        assert np.array_equal(s.line[a:b].astype(np.uint64) << np.uint64(s.shift), addr)
+        assert np.array_equal(s.kind[a:b], kind)
+
+
+@pytest.fixture(scope="module")
+def dss_mem():
+    """A shipped trace with data accesses, wake-ups and items in several runs."""
+    return prepare(DATA / "dss-mem")
+
+
+@pytest.mark.parametrize("policy", sorted(REGISTRY))
+def test_compiled_equals_plain_on_a_shipped_trace(dss_mem, policy):
+    """Every registered policy, the traced switch path, 2X on 4 cores, a 1-epoch window."""
+    t = dss_mem
+    pol = get_policy(policy)
+    cores = 4 * pol.core_factor
+    cfg = SandboxConfig(table2_machine(cores), copies=copies_for(2, 4, len(t.workload.vcpus)),
+                        max_epochs=1, **sandbox_costs("traced", None, t.meta["switch"]))
+    streams = item_streams(t.workload, t.footprint)
+    runs = [simulate(t.workload, t.footprint, get_policy(policy), cfg, t.events,
+                     switch_path=t.meta["switch"], engine=e, streams=streams) for e in ENGINES]
+    assert runs[0].total.instructions.sum() > 0
+    assert_same_runs(*runs)
+
+
+def test_an_unknown_engine_is_named():
+    w, fp = tiny([[(0, 10, 0, FIRST)]])
+    with pytest.raises(ValueError, match="engine must be one of compiled, plain"):
+        simulate(w, fp, get_policy("linux"), SandboxConfig(machine(1)), engine="fast")
