@@ -16,6 +16,7 @@ def add_no_cache(p: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """``pysched cache``'s options; its description says where the cache lives."""
     where = textwrap.fill(f"The cache directory is ${prepared_cache.ENV_DIR}, else "
                           "$XDG_CACHE_HOME/pysched/prepared, else ~/.cache/pysched/prepared; "
                           f"here {prepared_cache.cache_dir()}. Deleting it (rm -rf) only "
@@ -26,6 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """List the cache's entries and their sizes, or remove them all (``--clear``); 0."""
     root = prepared_cache.cache_dir()
     if args.clear:
         n = prepared_cache.clear(root)

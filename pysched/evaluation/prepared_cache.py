@@ -1,7 +1,8 @@
 """The on-disk cache of prepared traces: segment a trace and build its workload once.
 
-:func:`pysched.evaluation.runner.prepare` takes 10-60 s per shipped trace; with this cache it
-does so once per trace and code version, and then reads the result back in about a second.
+:func:`pysched.evaluation.runner.prepare` builds a shipped trace in up to 100 s; with this cache
+it does so once per trace and code version, and then reads the result back in under a second
+(measured per trace in ``docs/sandbox.md``).
 
 Where
     ``$PYSCHED_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/pysched/prepared``, else
@@ -31,9 +32,8 @@ Invalidation
     recorded size and CRC-32 (zlib's: 1.5 GB/s here where SHA-256 does 1 GB/s; enough for
     what threatens an entry, a damaged or cut file, not forgery; barrier's entry, the largest
     at 1.4 GB, is checked in about a second); otherwise it is removed with a line on stderr
-    and rebuilt.
-    When an entry is stored, entries of the same trace directory and parameters under
-    another key (older code or content) are removed.
+    and rebuilt. When an entry is stored, entries of the same trace directory and parameters
+    under another key (older code or content) are removed.
 Concurrency
     An entry is written into a hidden temporary directory and renamed into place, so a reader
     sees a whole entry or none; of two processes storing the same entry one rename wins and
