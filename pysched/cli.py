@@ -46,6 +46,9 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "seeds": ("pysched.studies.seeds",
               "the other seeds' tables (HRRS, cache-fair, DVFS placement) on the shipped traces",
               "pysched seeds --data data --out results/seeds"),
+    "cache": ("pysched.evaluation.cache_command",
+              "where prepared traces are cached, what is there; --clear removes them",
+              "pysched cache\n         pysched cache --clear"),
 }
 
 

@@ -12,6 +12,8 @@ from pysched.policies.files import add_argument as add_policy_file_argument
 from pysched.constants import LOAD_COPIES, LOAD_MACHINE, LOAD_UNITS
 from pysched.sandbox.switch_cost import SWITCH_COSTS, TRACED
 
+from .cache_command import add_no_cache
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("traces", nargs="*", metavar="TRACE", help="trace directories")
@@ -54,6 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-incomplete", action="store_true",
                    help="replay the complete prefix of an incomplete trace (a killed capture) "
                         "instead of refusing it; the summary says so")
+    add_no_cache(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -113,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
                 if note:
                     print(f"pysched evaluate: {t}: {note}", file=sys.stderr)
                 prepared.append(prepare(t, progress=say, trace=trace, note=note,
-                                        keep_harness=args.keep_harness))
+                                        keep_harness=args.keep_harness,
+                                        cache=not args.no_cache))
             epochs, runs = evaluate(prepared, policies, args.cores, args.load, base=base,
                                     config={"epoch_s": args.epoch_ms / 1e3,
                                             "max_epochs": args.epochs}, progress=say,

@@ -1,7 +1,8 @@
 """Run policies on traces at several core counts and loads, epoch by epoch.
 
 :func:`evaluate` is the Python API behind ``pysched evaluate``: each trace is segmented and
-turned into a workload and a footprint once, then every (policy, cores, load) point replays it
+turned into a workload and a footprint once (:func:`prepare`, cached on disk across runs by
+:mod:`~pysched.evaluation.prepared_cache`), then every (policy, cores, load) point replays it
 in the sandbox. Results are plain pandas frames: one row per epoch and one per run.
 
 A load is the paper's by default (``load_unit="machine"``): kX on C cores is k traced vCPUs'
@@ -10,6 +11,7 @@ takes the load as the number of copies itself (:data:`pysched.constants.LOAD_UNI
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -24,13 +26,19 @@ from pysched.models.machine import MachineConfig
 from pysched.policies import get_policy
 from pysched.sandbox import RunResult, SandboxConfig, build_footprint, build_workload, simulate
 from pysched.sandbox.app_events import EVENTS, event_items
+from pysched.sandbox.footprint import Footprint
 from pysched.sandbox.item_streams import item_streams
 from pysched.sandbox.metrics import stats_row
 from pysched.sandbox.kernel_data import copy_private
-from pysched.sandbox.switch_cost import SWITCH_COSTS, TRACED, sandbox_costs, traced_switch
+from pysched.sandbox.switch_cost import (SWITCH_COSTS, TRACED, TracedSwitch, sandbox_costs,
+                                         traced_switch)
+from pysched.sandbox.workload import Workload
 from pysched.superfunctions.functype import Category
-from pysched.trace import Trace
+from pysched.superfunctions.symbols import find_system_map
+from pysched.trace import Trace, TraceError
 from pysched.trace.clock import last_interrupt_s
+
+from . import prepared_cache
 
 
 @dataclass
@@ -49,21 +57,69 @@ class PreparedTrace:
 
 def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | None = None,
             trace: Trace | None = None, note: str | None = None,
-            keep_harness: bool = False) -> PreparedTrace:
-    """Segment ``path`` and build its workload, footprint and event table.
+            keep_harness: bool = False, cache: bool = True) -> PreparedTrace:
+    """Segment ``path`` and build its workload, footprint and event table, or read them from
+    the cache of prepared traces.
 
-    ``trace`` is ``path`` already opened (e.g. by :func:`pysched.trace.preflight`, or the view
-    of an incomplete trace's prefix); ``note`` says what was used when it is not the whole
-    trace, and goes to the run records. The capture harness's own work is left out unless
-    ``keep_harness`` (:func:`pysched.sandbox.workload.build_workload`).
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        Trace directory.
+    line : int
+        Cache line size in bytes the footprint is cut with.
+    progress : callable, optional
+        Called with a line of text at each stage.
+    trace : Trace, optional
+        ``path`` already opened (e.g. by :func:`pysched.trace.preflight`, or the view of an
+        incomplete trace's prefix); by default it is opened here.
+    note : str, optional
+        What was used when it is not the whole trace; goes to the run records.
+    keep_harness : bool
+        Keep the capture harness's own work (left out by default,
+        :func:`pysched.sandbox.workload.build_workload`).
+    cache : bool
+        Read and store the result in the on-disk cache
+        (:mod:`~pysched.evaluation.prepared_cache`: keyed by the trace's content, the
+        building code and these parameters); False neither reads nor writes it.
+
+    Returns
+    -------
+    PreparedTrace
+
+    Raises
+    ------
+    pysched.trace.TraceError
+        When the trace cannot be opened or segmented (the cache is not consulted before the
+        trace has been opened and validated).
     """
-    from pysched.superfunctions import segment
     from pysched.trace import open_trace
     trace = trace if trace is not None else open_trace(path)
     say = progress or (lambda s: None)
+    name = str((trace.manifest or {}).get("workload") or Path(path).name)
+    where = _cache_slot(trace, name, line, keep_harness) if cache else None
+    built = None if where is None else prepared_cache.load(where, _CACHED_CLASSES)
+    if built is not None:
+        say(f"{path}: prepared before, read from {where.path}")
+    else:
+        built = _build(path, trace, name, line, keep_harness, say)
+        if where is not None and (entry := prepared_cache.save(where, built, _CACHED_CLASSES)):
+            say(f"{path}: stored in {entry}")
+    return PreparedTrace(Path(path).name, str(path), built["workload"], built["footprint"],
+                         built["events"], built["app_classes"], built["insns"],
+                         {**built["meta"], "note": note})
+
+
+#: The classes a cached prepared trace is made of (:mod:`~pysched.evaluation.tree_codec`).
+_CACHED_CLASSES = (Workload, Footprint, TracedSwitch)
+
+
+def _build(path: str | Path, trace: Trace, name: str, line: int, keep_harness: bool,
+           say: Callable[[str], None]) -> dict[str, Any]:
+    """What :func:`prepare` caches: every :class:`PreparedTrace` field but the name, path and
+    note (its source enters the cache key, so editing it rebuilds the cache)."""
+    from pysched.superfunctions import segment
     say(f"{path}: segmenting")
     seg = segment(trace)
-    name = str((trace.manifest or {}).get("workload") or Path(path).name)
     w = build_workload(seg, trace, name=name, keep_harness=keep_harness)
     say(f"{path}: {len(w)} items of {w.ntasks} threads ({w.dependencies}); reading accesses")
     fp = build_footprint(trace, w.vcpus, line=line)
@@ -72,11 +128,28 @@ def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | 
     # the trace's switch path per switch, for the 'traced' switch cost (None: no switches
     # table, only the flat cost applies)
     switch = traced_switch(seg, trace) if trace.parts("switches") else None
-    return PreparedTrace(Path(path).name, str(path), w, fp, event_items(w, name), app,
-                         w.total_insns, {"workload": name, "dependencies": w.dependencies,
-                                           "last_irq_s": last_interrupt_s(trace),
-                                           "note": note, "keep_harness": keep_harness,
-                                           "switch": switch})
+    return {"workload": w, "footprint": fp, "events": event_items(w, name), "app_classes": app,
+            "insns": w.total_insns,
+            "meta": {"workload": name, "dependencies": w.dependencies,
+                     "last_irq_s": last_interrupt_s(trace), "keep_harness": keep_harness,
+                     "switch": switch}}
+
+
+def _cache_slot(trace: Trace, name: str, line: int, keep_harness: bool):
+    """Where the cache keeps ``trace`` prepared with these parameters
+    (:func:`pysched.evaluation.prepared_cache.slot`)."""
+    try:  # the kernel's symbols may lie outside the trace directory
+        symbols = find_system_map(trace, copy=False)
+    except TraceError:
+        symbols = None  # segmenting will say so
+    outside = [] if symbols is None or trace.path.resolve() in symbols.resolve().parents \
+        else [symbols]
+    prefix = None if trace.prefix is None else sorted([int(v), [int(x) for x in lim]]
+                                                      for v, lim in trace.prefix.items())
+    params = {"line": int(line), "keep_harness": bool(keep_harness), "name": name,
+              "prefix": prefix}
+    code = prepared_cache.code_digest((inspect.getsource(_build),))
+    return prepared_cache.slot(prepared_cache.cache_dir(), trace.path, params, code, outside)
 
 
 def machine(cores: int, base: MachineConfig | None = None) -> MachineConfig:

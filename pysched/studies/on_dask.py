@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from pysched._argtypes import positive_int
+from pysched.evaluation.cache_command import add_no_cache
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """``--machine``, ``--scheduler`` and ``--workers``."""
+    """``--machine``, ``--scheduler``, ``--workers`` and ``--no-cache``."""
     p.add_argument("--machine", type=Path, default=None,
                    help="machine TOML/JSON, e.g. machines/seed001-acmp.toml (its hierarchy "
                         "and first core type; default: the SchedTask paper's Table 2)")
@@ -21,6 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="an existing Dask scheduler (default: a local cluster)")
     p.add_argument("--workers", type=positive_int, default=None,
                    help="worker processes of the local cluster (default: one per core)")
+    add_no_cache(p)
 
 
 def load_machine(path: Path | None):
@@ -43,7 +45,7 @@ def _terminate(signum, frame):
 def run_points(points: Sequence, out: Path, args: argparse.Namespace, tag: str,
                err: Callable[[str], int]) -> int:
     """Run the ``points`` not stored under ``out/points`` on Dask (``args.scheduler``,
-    ``args.workers``), a line on stderr per point.
+    ``args.workers``, ``args.no_cache``), a line on stderr per point.
 
     Returns
     -------
@@ -59,6 +61,7 @@ def run_points(points: Sequence, out: Path, args: argparse.Namespace, tag: str,
     try:
         outcome = run_sweep(
             points, store.out, scheduler=args.scheduler, workers=args.workers,
+            cache=not args.no_cache,
             on_start=lambda n, before, dash: say(f"{n + before} runs: {n} to run, {before} "
                                                   f"finished before"),
             on_done=lambda p, e: say(f"{p.label()}: {'FAILED: ' + e if e else 'stored'}"))

@@ -15,6 +15,8 @@ from typing import Callable
 
 import pandas as pd
 
+from pysched.evaluation.cache_command import add_no_cache
+
 #: Seed 001's identifiers (the CSV's) -> how the summary names them; + is sooner.
 SPEEDUPS = {"hrrs_vs_linux": "HRRS sooner than linux",
             "hrrs_vs_fairness": "HRRS sooner than Fairness",
@@ -128,6 +130,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("results/seeds"),
                    help="results directory, created when every table is written; it must "
                         "not exist or be empty (default: ./results/seeds)")
+    add_no_cache(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -136,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
 
     def prep(path: Path):
         if path not in cache:
-            cache[path] = prepare(path)
+            cache[path] = prepare(path, cache=not args.no_cache)
         return cache[path]
 
     from pysched._outdir import OutputError, finished_dir

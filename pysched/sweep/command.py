@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from pysched._argtypes import int_at_least
+from pysched.evaluation.cache_command import add_no_cache
 from pysched.policies.files import add_argument as add_policy_file_argument
 
 
@@ -22,6 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="worker processes of the local cluster (default: one per core)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the points and which are finished, run nothing")
+    add_no_cache(p)
 
 
 class _Progress:
@@ -113,7 +115,8 @@ def _run(args: argparse.Namespace, points: tuple, out: Path) -> int:
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         outcome = run_sweep(points, out, scheduler=args.scheduler, workers=args.workers,
-                            on_start=progress.start, on_done=progress.point)
+                            on_start=progress.start, on_done=progress.point,
+                            cache=not args.no_cache)
     except KeyboardInterrupt:
         progress.close()
         n = sum(store.finished(p) for p in points)

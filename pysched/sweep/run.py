@@ -1,9 +1,10 @@
 """Run a sweep's points on Dask distributed and store each as it finishes.
 
 Workers run :func:`run_point`: the point's trace is prepared (segmented, its workload and
-footprint built) the first time a worker process meets it and kept in that process
-(:func:`cached_trace`), so a trace is read once per worker and never shipped with a task; only
-the point (a few hundred bytes) goes out and its per-epoch rows come back. The client writes
+footprint built, or read from the on-disk cache of prepared traces on the worker's machine,
+:mod:`pysched.evaluation.prepared_cache`) the first time a worker process meets it and kept in
+that process (:func:`cached_trace`), so a trace is read once per worker and never shipped with
+a task; only the point (a few hundred bytes) goes out and its per-epoch rows come back. The client writes
 each point's files as its future completes (:class:`~.store.ResultStore`), so an interrupted
 sweep loses only the points in flight, and a re-run skips finished points. Policies loaded
 from files (``--policy-file``) are loaded on every worker too (:mod:`.worker_policies`).
@@ -35,13 +36,14 @@ _TRACES: OrderedDict[str, object] = OrderedDict()
 PREPARED: list[str] = []
 
 
-def cached_trace(path: str):
+def cached_trace(path: str, cache: bool = True):
     """The :class:`~pysched.evaluation.runner.PreparedTrace` of ``path``, prepared at most once
-    per process while it stays among the :data:`TRACE_CACHE` most recently used."""
+    per process while it stays among the :data:`TRACE_CACHE` most recently used (``cache``:
+    use the on-disk cache, :func:`~pysched.evaluation.runner.prepare`)."""
     from pysched.evaluation.runner import prepare
     t = _TRACES.pop(path, None)
     if t is None:
-        t = prepare(path)
+        t = prepare(path, cache=cache)
         PREPARED.append(path)
     _TRACES[path] = t
     while len(_TRACES) > max(TRACE_CACHE, 1):
@@ -64,8 +66,9 @@ def _with_point(frame: pd.DataFrame, point: Point) -> pd.DataFrame:
     return pd.concat([head, rest], axis=1)
 
 
-def run_point(point: Point) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run one point through :func:`pysched.evaluation.runner.evaluate`.
+def run_point(point: Point, cache: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run one point through :func:`pysched.evaluation.runner.evaluate` (``cache``: read and
+    store its prepared trace in the on-disk cache).
 
     Returns
     -------
@@ -74,7 +77,7 @@ def run_point(point: Point) -> tuple[pd.DataFrame, pd.DataFrame]:
         :meth:`Point.columns`).
     """
     from pysched.evaluation.runner import evaluate
-    t = cached_trace(point.trace)
+    t = cached_trace(point.trace, cache)
     config = {"epoch_s": point.epoch_ms / 1e3, "max_epochs": point.epochs, **dict(point.model)}
     epochs, runs = evaluate([t], [point.policy], [point.cores], [point.load],
                             base=point.machine, config=config,
@@ -122,7 +125,8 @@ def dashboard_link(client) -> str | None:
 def run_sweep(points: Sequence[Point], out: str | Path, client=None,
               scheduler: str | None = None, workers: int | None = None,
               on_start: Callable[[int, int, str | None], None] | None = None,
-              on_done: Callable[[Point, str | None], None] | None = None) -> SweepOutcome:
+              on_done: Callable[[Point, str | None], None] | None = None,
+              cache: bool = True) -> SweepOutcome:
     """Run every point of ``points`` not yet finished in ``out``, storing each as it finishes.
 
     Parameters
@@ -138,6 +142,9 @@ def run_sweep(points: Sequence[Point], out: str | Path, client=None,
         ``on_start(to_run, finished_before, dashboard_link)`` once connected.
     on_done : callable, optional
         ``on_done(point, error)`` after each point (``error`` None when it was stored).
+    cache : bool
+        Whether workers read and store prepared traces in their on-disk cache
+        (:func:`~pysched.evaluation.runner.prepare`).
 
     Returns
     -------
@@ -162,17 +169,17 @@ def run_sweep(points: Sequence[Point], out: str | Path, client=None,
         outcome.dashboard = dashboard_link(c)
         if on_start is not None:
             on_start(len(todo), len(outcome.skipped), outcome.dashboard)
-        _gather(c, todo, store, outcome, on_done)
+        _gather(c, todo, store, outcome, on_done, cache)
     return outcome
 
 
 def _gather(client, todo: list[Point], store: ResultStore, outcome: SweepOutcome,
-            on_done: Callable[[Point, str | None], None] | None) -> None:
+            on_done: Callable[[Point, str | None], None] | None, cache: bool = True) -> None:
     from distributed import as_completed
     by_key = {}
     futures = []
     for p in todo:  # submission order is Dask's default priority: grouped by trace
-        f = client.submit(run_point, p, key=f"pysched-point-{p.key}", pure=False)
+        f = client.submit(run_point, p, cache, key=f"pysched-point-{p.key}", pure=False)
         by_key[f.key] = p
         futures.append(f)
     try:
