@@ -11,6 +11,10 @@ own (the trace's preparation included). Targets: at least 100 M simulated instru
 every 8-core row of a trace without data accesses (30 M/s with them), 50 M/s at 32 cores,
 at most 4 GB.
 
+Preparation: ``prepare_first_s`` is the trace's first preparation in the benchmark's own cache
+of prepared traces (cold: built and stored) in the first process of the trace, a read of the
+stored entry in the next; ``prepare_warm_s`` a read (warm).
+
 Rates are simulated instructions per second of wall time (``insn_per_s``) and of the
 process's CPU time (``insn_per_cpu_s``): the host is shared, and CPU time is what the replay
 cost whatever else ran; the load average is recorded.
@@ -31,8 +35,10 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -50,8 +56,14 @@ from pysched.sandbox.item_streams import item_streams
 from pysched.sandbox.switch_cost import sandbox_costs
 path, policies, cores, load, epochs, plain = sys.argv[1:7]
 policies, cores, load, epochs = policies.split(","), int(cores), int(load), int(epochs)
+# the first prepare of the trace in this benchmark's cache is cold (built and stored), the
+# next warm (read back)
 t0 = time.perf_counter()
+prepare(path)
+t1 = time.perf_counter()
 t = prepare(path)
+t2 = time.perf_counter()
+prep = {"prepare_first_s": t1 - t0, "prepare_warm_s": t2 - t1}
 t1 = time.perf_counter()
 streams = item_streams(t.workload, t.footprint)
 t2 = time.perf_counter()
@@ -63,7 +75,7 @@ for p in policies:
                         **sandbox_costs("traced" if switch is not None else "flat", None,
                                         switch))
     row = {"policy": p, "cores": cores, "load": load, "copies": n, "epochs": epochs,
-           "data": bool(t.footprint.data), "prepare_s": t1 - t0, "streams_s": t2 - t1}
+           "data": bool(t.footprint.data), **prep, "streams_s": t2 - t1}
     runs = {}
     for e in (ENGINES if plain == "1" else ("compiled",)):
         w0, c0 = time.perf_counter(), time.process_time()
@@ -99,9 +111,10 @@ def traces(names: list[str] | None) -> list[Path]:
 
 
 def run_child(trace: Path, policies: list[str], cores: int, load: int, epochs: int,
-              plain: bool) -> list[dict]:
-    """One process: ``trace`` prepared once, then every policy at ``cores``."""
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+              plain: bool, cache: Path) -> list[dict]:
+    """One process: ``trace`` prepared (from ``cache``, the benchmark's own cache of prepared
+    traces: its first preparation of a trace is cold), then every policy at ``cores``."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), PYSCHED_CACHE_DIR=str(cache))
     out = subprocess.run([sys.executable, "-c", CHILD, str(trace), ",".join(policies),
                           str(cores), str(load), str(epochs), "1" if plain else "0"],
                          capture_output=True, text=True, env=env, check=False)
@@ -133,11 +146,11 @@ def meets(rows: list[dict]) -> dict:
     }
 
 
-def scaling(trace: Path) -> list[dict]:
+def scaling(trace: Path, cache: Path) -> list[dict]:
     """``linux`` on ``trace``: 8, 32 and 64 cores at 2X and 32 cores at 8X, compiled only."""
     rows = []
     for cores, load in ((8, 2), (32, 2), (64, 2), (32, 8)):
-        for r in run_child(trace, ["linux"], cores, load, 3, False):
+        for r in run_child(trace, ["linux"], cores, load, 3, False, cache):
             r["cpu_ns_per_insn"] = 1e9 * r["cpu_s"] / max(r["sim_insns"], 1)
             rows.append(r)
     return rows
@@ -184,7 +197,6 @@ def sweep_throughput(repeats: int = 2) -> dict:
 
     The three modes run in turn ``repeats`` times and each keeps its fastest run: the host is
     shared with other jobs, whose load comes and goes during a measurement."""
-    import tempfile
     trace = REPO / "data" / "dss-mem"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     res = {}
@@ -260,6 +272,9 @@ def main() -> int:
         plain = {int(c) for c in args.plain_cores.split(",") if c}
         chosen = traces(args.traces.split(",") if args.traces else None)
         load0 = os.getloadavg()
+        # the benchmark's own cache of prepared traces, so that the first preparation of each
+        # trace is cold whatever the user's cache holds
+        cache = Path(tempfile.mkdtemp(prefix="bench-prepared-"))
         grid = {"policies": policies, "load": args.load, "epochs": args.epochs}
         # rows of an earlier run of the same grid are kept: a stopped benchmark resumes
         rows = [r for r in result.get("rows", []) if result.get("grid", {}).get("policies")
@@ -269,7 +284,7 @@ def main() -> int:
             for c in cores:
                 if (tr.name, c) in done:
                     continue
-                rows += run_child(tr, policies, c, args.load, args.epochs, c in plain)
+                rows += run_child(tr, policies, c, args.load, args.epochs, c in plain, cache)
                 result.update({"grid": grid, "rows": rows, "targets": meets(rows),
                                "all_identical": all(r.get("identical", True) for r in rows),
                                "host_loadavg_1min": {"before": load0[0],
@@ -277,7 +292,8 @@ def main() -> int:
                 write(args.out, result)
         if args.scaling:
             big = max(chosen, key=lambda d: sum(f.stat().st_size for f in d.rglob("*")))
-            result["scaling"] = scaling(big)
+            result["scaling"] = scaling(big, cache)
+        shutil.rmtree(cache, ignore_errors=True)
     result["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
                          "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     write(args.out, result)

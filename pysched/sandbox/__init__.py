@@ -7,6 +7,8 @@ giving per-epoch :class:`SandboxStats`.
 """
 from __future__ import annotations
 
+from pysched import _jitcache  # noqa: F401  (first: ties numba's kernel cache to the sources)
+
 from .engine import RunResult, SandboxConfig, simulate
 from .simview import SimView, Work
 from .footprint import Footprint, build_footprint

@@ -19,7 +19,6 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from pysched import _jitcache  # noqa: F401  (first: ties numba's kernel cache to the sources)
 from pysched.heatmaps.hashing import SHIFTS
 from pysched.models.caches.kernels import _run_hierarchy
 from pysched.models.caches.levelwise import _run_levelwise

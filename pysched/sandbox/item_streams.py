@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from pysched import _jitcache  # noqa: F401  (first: ties numba's kernel cache to the sources)
 
 from .footprint import Footprint
 
