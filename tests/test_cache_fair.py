@@ -14,6 +14,7 @@ from pysched.models.cache_fair import fair_ipc, fair_miss_rate, fit_miss_rate
 from pysched.sandbox import SandboxConfig
 from pysched.sandbox.engine import Engine
 from pysched.sandbox.footprint import Footprint
+from pysched.sandbox.runqueue import RunQueue
 from pysched.superfunctions.functype import Category
 
 
@@ -168,7 +169,7 @@ def test_the_pick_forgives_the_compensated_time():
     seconds = pol.adjustments[0][3]
     assert seconds > 0
     assert pol.credit == {0: pytest.approx(seconds), 2: pytest.approx(-seconds)}
-    q = [SimpleNamespace(task=t, is_async=False) for t in (2, 0, 1)]
+    q = RunQueue(SimpleNamespace(task=t, is_async=False) for t in (2, 0, 1))
     sim.queue = lambda c: q
     # equal runtimes: linux would pick the first of them (thread 2); cache-fair the credited
     sim.runtime[:] = 0.01

@@ -123,3 +123,34 @@ def test_an_unknown_engine_is_named():
     w, fp = tiny([[(0, 10, 0, FIRST)]])
     with pytest.raises(ValueError, match="engine must be one of compiled, plain"):
         simulate(w, fp, get_policy("linux"), SandboxConfig(machine(1)), engine="fast")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["append", "insert", "pop", "del", "remove"]),
+                          st.integers(0, 2), st.integers(0, 20)), max_size=40))
+def test_a_run_queue_counts_its_interrupts_and_bottom_halves(ops):
+    """RunQueue's counts equal a recount of the list after any sequence of changes."""
+    from types import SimpleNamespace
+
+    from pysched.sandbox.runqueue import RunQueue
+    from pysched.superfunctions.functype import Category
+    q = RunQueue()
+    for op, what, at in ops:
+        wk = SimpleNamespace(is_async=what > 0, category=int(Category.INTERRUPT) if what == 1
+                             else int(Category.BOTTOM_HALF))
+        if op == "append":
+            q.append(wk)
+        elif op == "insert":
+            q.insert(at % (len(q) + 1), wk)
+        elif q:
+            k = at % len(q)
+            if op == "pop":
+                q.pop(k)
+            elif op == "del":
+                del q[k]
+            else:
+                q.remove(q[k])
+        assert q.irqs == sum(w.is_async and w.category == int(Category.INTERRUPT) for w in q)
+        assert q.bhs == sum(w.is_async and w.category != int(Category.INTERRUPT) for w in q)
+    with pytest.raises(TypeError, match="run queue changes through"):
+        q.extend([])

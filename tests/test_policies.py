@@ -13,6 +13,7 @@ from pysched.policies import get_policy
 from pysched.policies.schedtask import SchedTask
 from pysched.sandbox import SandboxConfig
 from pysched.sandbox.engine import Engine
+from pysched.sandbox.runqueue import RunQueue
 from pysched.sandbox.simview import Work
 from pysched.superfunctions.functype import Category
 
@@ -155,7 +156,7 @@ class _FakeSim:
     """Queues and moves, as SimView offers them."""
 
     def __init__(self, queues, ntypes, cats):
-        self.queues = queues
+        self.queues = [RunQueue(q) for q in queues]
         self.ncores = len(queues)
         self.workload = _FakeWorkload(types=np.arange(ntypes, dtype=np.uint64),
                                       type_category=np.array(cats, dtype=np.int8),

@@ -200,6 +200,8 @@ class Policy:
         q = self.sim.queue(core)
         if not q:
             return None
+        if not q.irqs and not (bottom_halves and q.bhs):
+            return 0  # no async item waits (the queue counts them): the head
         first_bh = None
         for idx, wk in enumerate(q):
             if not wk.is_async:

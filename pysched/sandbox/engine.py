@@ -133,6 +133,7 @@ from .chunk_kernel import CORE_ROWS, stall_sum
 from .footprint import Footprint
 from .item_streams import gather_streams, run_offsets
 from .metrics import SandboxStats
+from .runqueue import RunQueue
 from .simview import SimView, Work
 from .workload import ASYNC_ITEM, FIRST, RETURN, START, THREAD_ITEM, Workload
 
@@ -387,7 +388,7 @@ class Engine:
         self.task_cycles = self.task_f[1]
         self.task_llc_misses = self.task_i[1]
         self.dep_done = np.zeros(total, dtype=bool)      # its wake-up has happened
-        self.queues: list[list[Work]] = [[] for _ in range(self.ncores)]
+        self.queues: list[RunQueue] = [RunQueue() for _ in range(self.ncores)]
         self.core_item = [-1] * self.ncores
         # the thread item an interrupt took the core from (resumes next, see the module)
         self.core_paused = [-1] * self.ncores
@@ -1006,7 +1007,8 @@ class Engine:
             return False
         bh = (pol.preempt_for_bottom_halves if bottom_halves is None
               else bottom_halves)
-        return any(x.is_async and (bh or x.category == _INTERRUPT) for x in self.queues[c])
+        q = self.queues[c]
+        return q.irqs > 0 or (bh and q.bhs > 0)
 
     def _resched(self, wk: Work, c: int) -> bool:
         """Linux's need-resched cases for thread item ``wk`` on ``c``: its time slice is over,

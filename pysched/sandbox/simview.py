@@ -13,6 +13,7 @@ import numpy as np
 from pysched.models.cores.config import CoreConfig
 from pysched.models.machine import MachineConfig
 
+from .runqueue import RunQueue
 from .workload import Workload
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -75,8 +76,10 @@ class SimView:
     def ntypes(self) -> int:
         return len(self._e.w.types)
 
-    def queue(self, core: int) -> list[Work]:
-        """The run queue of ``core``, head first (do not modify it; use :meth:`move`)."""
+    def queue(self, core: int) -> RunQueue:
+        """The run queue of ``core``, head first (do not modify it; use :meth:`move`): a list
+        of :class:`Work` that also counts its interrupts and bottom halves
+        (:class:`~.runqueue.RunQueue`)."""
         return self._e.queues[core]
 
     def queue_len(self, core: int) -> int:
