@@ -129,7 +129,8 @@ def test_an_unknown_engine_is_named():
 @given(st.lists(st.tuples(st.sampled_from(["append", "insert", "pop", "del", "remove"]),
                           st.integers(0, 2), st.integers(0, 20)), max_size=40))
 def test_a_run_queue_counts_its_interrupts_and_bottom_halves(ops):
-    """RunQueue's counts equal a recount of the list after any sequence of changes."""
+    """RunQueue's counts and first async item equal a scan of the list after any sequence of
+    changes."""
     from types import SimpleNamespace
 
     from pysched.sandbox.runqueue import RunQueue
@@ -152,5 +153,9 @@ def test_a_run_queue_counts_its_interrupts_and_bottom_halves(ops):
                 q.remove(q[k])
         assert q.irqs == sum(w.is_async and w.category == int(Category.INTERRUPT) for w in q)
         assert q.bhs == sum(w.is_async and w.category != int(Category.INTERRUPT) for w in q)
+        irq = [k for k, w in enumerate(q) if w.is_async and w.category == int(Category.INTERRUPT)]
+        bh = [k for k, w in enumerate(q) if w.is_async]
+        assert q.first_async() == (irq or bh or [None])[0]
+        assert q.first_async(bottom_halves=False) == (irq or [None])[0]
     with pytest.raises(TypeError, match="run queue changes through"):
         q.extend([])

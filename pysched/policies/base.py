@@ -200,14 +200,5 @@ class Policy:
         q = self.sim.queue(core)
         if not q:
             return None
-        if not q.irqs and not (bottom_halves and q.bhs):
-            return 0  # no async item waits (the queue counts them): the head
-        first_bh = None
-        for idx, wk in enumerate(q):
-            if not wk.is_async:
-                continue
-            if wk.category == _INTERRUPT:
-                return idx
-            if first_bh is None:
-                first_bh = idx
-        return first_bh if bottom_halves and first_bh is not None else 0
+        idx = q.first_async(bottom_halves)
+        return 0 if idx is None else idx

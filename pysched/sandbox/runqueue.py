@@ -15,47 +15,73 @@ _INTERRUPT = int(Category.INTERRUPT)
 
 
 class RunQueue(list):
-    """A list of work items, head first, with :attr:`irqs` and :attr:`bhs`: how many hardware
-    interrupts and bottom halves (async items that are not interrupts) it holds."""
+    """A list of work items, head first, that also keeps its hardware interrupts
+    (:attr:`irq_items`) and bottom halves (:attr:`bh_items`) in queue order; :attr:`irqs` and
+    :attr:`bhs` count them."""
 
-    __slots__ = ("irqs", "bhs")
+    __slots__ = ("irq_items", "bh_items")
 
     def __init__(self, items=()) -> None:
         super().__init__()
-        self.irqs = 0
-        self.bhs = 0
+        self.irq_items: list = []
+        self.bh_items: list = []
         for wk in items:
             self.append(wk)
 
-    def _count(self, wk, step: int) -> None:
-        if wk.is_async:
-            if wk.category == _INTERRUPT:
-                self.irqs += step
-            else:
-                self.bhs += step
+    @property
+    def irqs(self) -> int:
+        return len(self.irq_items)
+
+    @property
+    def bhs(self) -> int:
+        return len(self.bh_items)
+
+    def _side(self, wk) -> list:
+        return self.irq_items if wk.category == _INTERRUPT else self.bh_items
 
     def append(self, wk) -> None:
         super().append(wk)
-        self._count(wk, 1)
+        if wk.is_async:
+            self._side(wk).append(wk)
 
     def insert(self, idx: int, wk) -> None:
+        if wk.is_async:
+            side = self._side(wk)
+            # its place among its kind: those before ``idx`` (the engine inserts at 0)
+            before = 0 if idx == 0 else sum(1 for x in self[:idx] if x.is_async
+                                            and self._side(x) is side)
+            side.insert(before, wk)
         super().insert(idx, wk)
-        self._count(wk, 1)
+
+    def _gone(self, wk) -> None:
+        if wk.is_async:
+            self._side(wk).remove(wk)
 
     def pop(self, idx: int = -1):
         wk = super().pop(idx)
-        self._count(wk, -1)
+        self._gone(wk)
         return wk
 
     def remove(self, wk) -> None:
         super().remove(wk)
-        self._count(wk, -1)
+        self._gone(wk)
 
     def __delitem__(self, idx: int) -> None:
         if not isinstance(idx, int):
             raise TypeError("a run queue deletes one item at a time")
-        self._count(self[idx], -1)
+        wk = self[idx]
         super().__delitem__(idx)
+        self._gone(wk)
+
+    def first_async(self, bottom_halves: bool = True) -> int | None:
+        """Index of the first hardware interrupt, else of the first bottom half (when
+        ``bottom_halves``); None when there is none. A C-level search for a known item, not
+        a Python loop over the queue."""
+        if self.irq_items:
+            return self.index(self.irq_items[0])
+        if bottom_halves and self.bh_items:
+            return self.index(self.bh_items[0])
+        return None
 
     def _refuse(self, *args, **kwargs):
         raise TypeError("a run queue changes through append, insert, pop, remove and del only")
