@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pysched.capture import command as cmdmod
+from pysched.capture import plan
 from pysched.capture import manifest as mf
 from pysched.capture import peers as prs
 from pysched.capture import runfiles as rf
@@ -55,7 +56,7 @@ def test_bad_numbers_exit_2_naming_the_argument(tmp_path: Path, capsys, argv, me
 
 def test_huge_count_is_refused() -> None:
     with pytest.raises(argparse.ArgumentTypeError, match="at most"):
-        cmdmod.parse_count("99999999999G")
+        plan.parse_count("99999999999G")
 
 
 def test_cli_bad_arguments_give_one_line_and_exit_2(tmp_path: Path) -> None:

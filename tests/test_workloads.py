@@ -20,6 +20,7 @@ import pytest
 
 import tracefactory as tf
 from pysched.capture import command as cmdmod
+from pysched.capture import plan
 from pysched.capture import guest as gst
 from pysched.capture import manifest as mf
 from pysched.capture import peers as prs
@@ -211,12 +212,12 @@ def test_trace_list(capsys) -> None:
 
 
 def test_parse_count() -> None:
-    assert cmdmod.parse_count("125M") == 125_000_000
-    assert cmdmod.parse_count("1.5G") == 1_500_000_000
-    assert cmdmod.parse_count("6000000") == 6_000_000
+    assert plan.parse_count("125M") == 125_000_000
+    assert plan.parse_count("1.5G") == 1_500_000_000
+    assert plan.parse_count("6000000") == 6_000_000
     for bad in ("", "0", "-5", "12X"):
         with pytest.raises(argparse.ArgumentTypeError):
-            cmdmod.parse_count(bad)
+            plan.parse_count(bad)
 
 
 def test_missing_debian_image_says_how_to_build(tmp_path: Path, capsys) -> None:
@@ -230,10 +231,10 @@ def test_missing_debian_image_says_how_to_build(tmp_path: Path, capsys) -> None:
 
 def test_full_disk_is_reported_before_the_run(tmp_path: Path, monkeypatch) -> None:
     usage = shutil.disk_usage(tmp_path)
-    monkeypatch.setattr(cmdmod.shutil, "disk_usage",
+    monkeypatch.setattr(plan.shutil, "disk_usage",
                         lambda p: usage._replace(free=10 << 20))
-    with pytest.raises(cmdmod.TraceUsageError, match="not enough free disk space.*10 MB free"):
-        cmdmod.check_free_space(tmp_path / "out", 256, "the trace")
+    with pytest.raises(plan.TraceUsageError, match="not enough free disk space.*10 MB free"):
+        plan.check_free_space(tmp_path / "out", 256, "the trace")
 
 
 # --- the Debian guest's per-run archive and QEMU devices -------------------------------------
