@@ -20,6 +20,7 @@ from pysched.trace.schema import CONSOLE_LOG
 if TYPE_CHECKING:
     from pysched.capture.boot import Booted
 
+
 # Exit statuses of `pysched trace`: 1 the run failed (QEMU, guest or command), 2 it could not
 # start (bad arguments, missing guest or plugin).
 EXIT_RUN_FAILED = 1

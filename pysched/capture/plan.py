@@ -58,6 +58,7 @@ def parse_count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"bad count {text!r}: at most {MAX_COUNT:,}")
     return n
 
+
 def check_out_dir(out: Path) -> Path:
     """Check that the output directory is usable: it must be empty or not exist.
 
@@ -97,6 +98,7 @@ def check_out_dir(out: Path) -> Path:
                               "writable")
     return out
 
+
 def resolve_plugin(path: Path | None) -> Path:
     """The plugin to load: ``path`` or the default build, which must exist.
 
@@ -112,14 +114,17 @@ def resolve_plugin(path: Path | None) -> Path:
         raise TraceUsageError(f"plugin {plugin} not found")
     return plugin
 
+
 def existing_parent(p: Path) -> Path:
     while not p.exists() and p != p.parent:
         p = p.parent
     return p
 
+
 def free_mb(path: Path) -> int:
     """Free megabytes in the file system holding ``path`` (or its nearest existing parent)."""
     return shutil.disk_usage(existing_parent(path)).free >> 20
+
 
 def check_free_space(path: Path, need_mb: int, what: str) -> None:
     """Raise :class:`TraceUsageError` naming ``path`` when its file system has less than
@@ -130,6 +135,7 @@ def check_free_space(path: Path, need_mb: int, what: str) -> None:
             f"not enough free disk space for {what}: {have} MB free in the file system of "
             f"{existing_parent(path)}, {need_mb} MB wanted; free some space"
         )
+
 
 @dataclass
 class RunPlan:
@@ -148,6 +154,7 @@ class RunPlan:
     roi_insns: int | None = None
     kernel_args: str = qm.DEFAULT_KERNEL_ARGS
     append: str = qm.KERNEL_APPEND
+
 
 def plan_run(args: argparse.Namespace) -> RunPlan:
     """Check the arguments and find the guest, QEMU and the plugin.
@@ -192,6 +199,7 @@ def plan_run(args: argparse.Namespace) -> RunPlan:
                    kernel_args=qm.DEFAULT_KERNEL_ARGS if kernel_args is None else kernel_args,
                    append=append)
 
+
 def _check_request(args: argparse.Namespace) -> wl.Workload | None:
     """What to run: the workload (None for ``--cmd``), after checking that the options that go
     with one or the other fit."""
@@ -220,8 +228,10 @@ def _check_request(args: argparse.Namespace) -> wl.Workload | None:
                               "and --roi marker")
     return workload
 
+
 #: Most boot restarts ``--boot-retries`` allows.
 MAX_BOOT_RETRIES = 20
+
 
 def _finite(name: str, value: float | None, low: float, *, low_ok: bool) -> None:
     """Raise :class:`TraceUsageError` naming ``name`` unless ``value`` is None or a finite
@@ -233,6 +243,7 @@ def _finite(name: str, value: float | None, low: float, *, low_ok: bool) -> None
     if value < low or (value == low and not low_ok):
         bound = f"at least {low:g}" if low_ok else ("positive" if low == 0 else f"above {low:g}")
         raise TraceUsageError(f"{name} must be {bound} (got {value:g})")
+
 
 def check_numbers(args: argparse.Namespace, workload: wl.Workload | None = None) -> None:
     """Check every numeric option: finite, and within what the machine and the run support.
@@ -271,6 +282,7 @@ def check_numbers(args: argparse.Namespace, workload: wl.Workload | None = None)
             raise TraceUsageError(f"--warmup {args.warmup:g} s leaves no time for the region "
                                   f"within --timeout {args.timeout:g} s")
 
+
 def _workload_params(workload: wl.Workload | None, assignments: list[str]) -> dict[str, str]:
     """The workload's parameters with ``--param`` applied (empty for ``--cmd``)."""
     if workload is None:
@@ -280,12 +292,14 @@ def _workload_params(workload: wl.Workload | None, assignments: list[str]) -> di
     except ValueError as e:
         raise TraceUsageError(str(e)) from None
 
+
 def _boot_timeout(args: argparse.Namespace) -> float | None:
     """The boot watchdog's limit (None: off)."""
     if args.boot_timeout is None:
         # Under roi=all the boot itself is traced and far slower: no default limit.
         return None if args.roi == "all" else DEFAULT_BOOT_TIMEOUT
     return args.boot_timeout if args.boot_timeout > 0 else None
+
 
 def _plugin_options(args: argparse.Namespace, plugin: Path | None, out: Path,
                     guest: gst.GuestImage, ram_mib: int) -> str | None:
@@ -298,6 +312,7 @@ def _plugin_options(args: argparse.Namespace, plugin: Path | None, out: Path,
     except ValueError as e:
         raise TraceUsageError(str(e)) from None
 
+
 def _check_peer(workload: wl.Workload, params: dict[str, str], guest: gst.GuestImage) -> None:
     """Build the workload's peer once in a scratch directory, so that a missing host program
     or a bad parameter is reported before anything is written."""
@@ -309,6 +324,7 @@ def _check_peer(workload: wl.Workload, params: dict[str, str], guest: gst.GuestI
             prs.make_peer(workload.peer, ctx)
         except prs.PeerError as e:
             raise TraceUsageError(f"{workload.name}'s host peer: {e}") from None
+
 
 def _roi_seconds(args: argparse.Namespace, workload: wl.Workload | None,
                  guest_kind: str) -> float | None:
