@@ -6,6 +6,37 @@
 #include "tracer.h"
 
 /* ---------------------------------------------------------------------------------------- */
+/* Which vCPU a callback runs for                                                            */
+
+/*
+ * CPU, the index QEMU passes; but under round-robin TCG with more than one vCPU (S.rr) the vCPU
+ * that runs now (introspect.c: rr_running; USER: the block or instruction is user code). When
+ * that cannot be told, CPU's, counted while recording (plugin.json: vcpu_unresolved).
+ */
+static inline VCPU *vcpu_running(unsigned int cpu, bool user)
+{
+    VCPU *vs = &S.vcpus[cpu];
+    if (__builtin_expect(!S.rr, 1)) {
+        return vs;
+    }
+    VCPU *run = rr_running(vs, user);
+    if (!run) {
+        run = vs;
+        S.n_rr_unresolved += S.tracing;
+    }
+    S.rr_last = run;
+    return run;
+}
+
+/* The vCPU whose after_syscall pairs a `syscall` with the kernel block that follows it (the
+ * slide probe): CPU's; under round-robin TCG the one thread's, kept in vCPU 0 (the per-CPU
+ * offsets that tell vCPUs apart are read through the slide this finds). */
+static inline VCPU *slide_vcpu(unsigned int cpu)
+{
+    return &S.vcpus[S.rr ? 0 : cpu];
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* The exec stream and the roi_insns bound                                                   */
 
 static inline void exec_append(VCPU *vs, Block *b)
@@ -56,13 +87,13 @@ static inline bool bound_reached(VCPU *vs)
 /* A user `syscall` is about to run (light mode; in full mode vcpu_insn_exec does this). */
 void vcpu_syscall_seen(unsigned int cpu, void *udata)
 {
-    S.vcpus[cpu].after_syscall = true;
+    slide_vcpu(cpu)->after_syscall = true;
 }
 
 /* A kernel block at the map's entry_SYSCALL_64 plus a multiple of 2 MiB starts. */
 void vcpu_slide_probe(unsigned int cpu, void *udata)
 {
-    VCPU *vs = &S.vcpus[cpu];
+    VCPU *vs = slide_vcpu(cpu);
     if (vs->after_syscall && !S.slide_found) {
         slide_found(vs, (uint64_t)(uintptr_t)udata);
     }
@@ -75,7 +106,7 @@ void vcpu_tb_exec(unsigned int cpu, void *udata)
     if (!S.tracing) {
         return;
     }
-    VCPU *vs = &S.vcpus[cpu];
+    VCPU *vs = vcpu_running(cpu, ((Block *)udata)->user);
     if (vs->pending) {
         vs->icount += vs->pending->ninsn;
         vs->pending = NULL;
@@ -140,7 +171,7 @@ void vcpu_tb_exec_user(unsigned int cpu, void *udata)
     if (!S.tracing) {
         return;
     }
-    VCPU *vs = &S.vcpus[cpu];
+    VCPU *vs = vcpu_running(cpu, true);
     Block *b = udata, *prev = vs->pending;
     if (prev) {
         vs->icount += prev->ninsn;
@@ -260,8 +291,8 @@ void vcpu_tb_exec_special(unsigned int cpu, void *udata)
     if (!S.tracing) {
         return;
     }
-    VCPU *vs = &S.vcpus[cpu];
     Block *b = udata;
+    VCPU *vs = vcpu_running(cpu, b->user);
     if (vs->done) {
         return;
     }
@@ -322,8 +353,8 @@ void marker_row(VCPU *vs, int kind, uint64_t value, uint64_t thread, uint64_t cr
 /* syscall, int 0x80, sysretq, iretq and the ROI marker: called before the instruction runs. */
 void vcpu_insn_exec(unsigned int cpu, void *udata)
 {
-    VCPU *vs = &S.vcpus[cpu];
     unsigned flags = UD_FLAGS(udata), idx = UD_IDX(udata);
+    VCPU *vs = vcpu_running(cpu, !(flags & (F_SYSRET | F_IRET)));
     Block *b = vs->pending;
     uint64_t pc = b ? b->vaddr : 0;
     for (unsigned i = 0; b && i < idx; i++) {
@@ -332,7 +363,7 @@ void vcpu_insn_exec(unsigned int cpu, void *udata)
     /* the event's icount counts this instruction */
     uint64_t icount = vs->icount + idx + 1;
     if (flags & F_SYSCALL) {
-        vs->after_syscall = true;
+        slide_vcpu(vs->index)->after_syscall = true;
     }
 
     if (flags & F_MARKER) {
@@ -340,7 +371,7 @@ void vcpu_insn_exec(unsigned int cpu, void *udata)
         if (cmd == MARK_BEGIN && !S.roi_all && S.mode == MODE_LIGHT) {
             /* Resolve what needs this vCPU's context now; the reset callback starts recording. */
             idt_refresh(vs);
-            S.begin_vcpu = (int)cpu;
+            S.begin_vcpu = (int)vs->index;
             S.begin_value = value;
             S.begin_thread = read_thread(vs);
             S.begin_cr3 = event_cr3(vs);
@@ -403,7 +434,9 @@ void vcpu_insn_exec(unsigned int cpu, void *udata)
 
 void vcpu_mem(unsigned int cpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata)
 {
-    VCPU *vs = &S.vcpus[cpu];
+    /* Under round-robin TCG: the vCPU of the block callback before (a block that QEMU ends at
+     * an I/O access has none: the access runs alone, then the vCPU goes on). */
+    VCPU *vs = S.rr && S.rr_last ? S.rr_last : &S.vcpus[cpu];
     if (!S.tracing || vs->done) {
         return;
     }

@@ -141,6 +141,47 @@ uint64_t read_thread(VCPU *vs)
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* Which vCPU runs: round-robin TCG                                                          */
+
+/*
+ * QEMU 10.0 running every vCPU on one host thread (round-robin TCG: -icount, or -accel
+ * tcg,thread=single) gives the callbacks inside a translated block the index of the vCPU that
+ * translated it, a constant of the translation (accel/tcg/plugin-gen.c, gen_cpu_index: without
+ * CF_PARALLEL it assumes a single vCPU), while every vCPU executes the shared translations. With
+ * more than one vCPU the index is then often another vCPU's. The vCPU that runs is the one whose
+ * per-CPU offset (__per_cpu_offset[i], what Linux on x86_64 loads into the kernel's GS base) is
+ * in GS, or in KERNEL_GS while user code runs; the registers are read from the running vCPU.
+ * ANY is a vCPU whose register handles and scratch buffer may be used (one thread runs them
+ * all); USER says which of the two to read first. Returns NULL when no per-CPU offset matches
+ * (early in boot, or a map without __per_cpu_offset).
+ */
+VCPU *rr_running(VCPU *any, bool user)
+{
+    uint64_t gs = reg_read(any, user ? R_K_GS_BASE : R_GS_BASE);
+    if (gs < KERNEL_HALF) {
+        gs = reg_read(any, user ? R_GS_BASE : R_K_GS_BASE);
+    }
+    if (gs == S.rr_gs && S.rr_current) {
+        return S.rr_current;
+    }
+    for (int pass = 0; pass < 2 && gs >= KERNEL_HALF; pass++) {
+        for (unsigned i = 0; i < S.nvcpus; i++) {
+            if (S.percpu[i] == gs) {
+                S.rr_gs = gs;
+                S.rr_current = &S.vcpus[i];
+                return S.rr_current;
+            }
+        }
+        /* Not among the offsets read so far: read them again (they are set during boot). */
+        if (pass || !S.syms_ready || !S.sym_percpu ||
+            !mem_read(any, S.sym_percpu, S.percpu, S.nvcpus * sizeof(uint64_t))) {
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Guest-physical addresses: the RAM calibration                                            */
 
 /* Guest-physical address of host pointer H into guest RAM (see README: calibration). Guest
@@ -279,7 +320,7 @@ void slide_found(VCPU *vs, uint64_t entry_va)
     }
     S.slide = entry_va - S.map_entry;
     uint64_t *syms[] = {&S.sym_idt, &S.sym_switch_to, &S.sym_wake[WAKE_TTWU],
-                        &S.sym_wake[WAKE_NEW], &S.sym_wake[WAKE_DONE]};
+                        &S.sym_wake[WAKE_NEW], &S.sym_wake[WAKE_DONE], &S.sym_percpu};
     for (size_t i = 0; i < G_N_ELEMENTS(syms); i++) {
         if (*syms[i] >= KTEXT_START) {
             *syms[i] += S.slide;

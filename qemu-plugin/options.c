@@ -77,6 +77,8 @@ bool load_sysmap(const char *path)
             S.map_sinit = addr;
         } else if (!strcmp(name, "_einittext")) {
             S.map_einit = addr;
+        } else if (!strcmp(name, "__per_cpu_offset")) {
+            S.sym_percpu = addr;
         }
         for (int k = WAKE_TTWU; k < WAKE_N; k++) {
             if (!strcmp(name, WAKE_SYMBOLS[k])) {

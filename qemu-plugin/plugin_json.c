@@ -56,6 +56,8 @@ void write_plugin_json(bool final)
                            ",\n  \"user_rip_reads\": %" PRIu64 ",\n  \"user_rip_offset_mismatches\": %"
                            PRIu64 ",\n", S.have_rip ? "run" : "translated", S.n_variants,
                            rip_reads, rip_bad);
+    g_string_append_printf(s, "  \"round_robin\": %s,\n  \"vcpu_unresolved\": %" PRIu64 ",\n",
+                           S.rr ? "true" : "false", S.n_rr_unresolved);
     g_string_append_printf(s, "  \"recording\": %s,\n  \"roi_insns_ends\": %" PRIu64 ",\n",
                            S.tracing || S.open_at_exit ? "true" : "false", S.n_bound_ends);
     g_string_append(s, "  \"icount\": [");

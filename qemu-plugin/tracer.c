@@ -56,6 +56,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     S.live = g_ptr_array_new();
     S.nvcpus = info->system.max_vcpus;
     S.vcpus = g_new0(VCPU, S.nvcpus);
+    S.percpu = g_new0(uint64_t, S.nvcpus);
     for (unsigned i = 0; i < S.nvcpus; i++) {
         VCPU *vs = &S.vcpus[i];
         vs->stops_ns = g_array_new(FALSE, FALSE, sizeof(uint64_t));

@@ -123,6 +123,7 @@ typedef struct {
     uint64_t rip_reads;    /* user blocks whose rip was read (plugin.json) */
     uint64_t rip_bad;      /* ... whose rip had another page offset than the block */
     VCacheEntry *vcache;   /* VCACHE_N entries, allocated with the first variant */
+    GThread *thread;       /* the host thread that set this vCPU up (round-robin detection) */
     GByteArray *scratch;
     struct qemu_plugin_register *reg[R_N];
 } VCPU;
@@ -142,6 +143,7 @@ typedef struct {
     /* symbols */
     uint64_t sym_idt, sym_current, sym_switch_to;
     uint64_t sym_wake[WAKE_N]; /* by kind; 0 when the map lacks the function: no such rows */
+    uint64_t sym_percpu;       /* __per_cpu_offset (round-robin TCG), 0 when the map lacks it */
     bool have_current;
     /* KASLR: the map's (link-time) addresses of the symbols above are moved by `slide` once it
      * is found; until then no kernel-text symbol is used (syms_ready false). */
@@ -191,6 +193,13 @@ typedef struct {
     uint64_t n_bound_ends; /* windows ended by roi_insns */
     uint64_t n_variants;   /* user blocks recorded again at another process's address */
     bool have_rip;         /* the vCPUs expose rip: user blocks are recorded where they run */
+    /* Round-robin TCG: one host thread runs every vCPU (callbacks.c: vcpu_running) */
+    bool rr;
+    uint64_t *percpu;      /* the kernel's per-CPU offset of each vCPU, as last read */
+    uint64_t rr_gs;        /* the kernel GS base last resolved, and its vCPU */
+    VCPU *rr_current;
+    VCPU *rr_last;         /* the vCPU the last recording callback ran for */
+    uint64_t n_rr_unresolved; /* recording callbacks whose vCPU was not found */
     unsigned int vcpus_done; /* vCPUs that reached roi_insns in this window (atomic) */
 } TracerState;
 
@@ -207,6 +216,7 @@ void emit_static_rows(const Block *b, const uint64_t *paddrs, const uint8_t *fla
 
 /* introspect.c */
 uint64_t reg_read(VCPU *vs, int r);
+VCPU *rr_running(VCPU *any, bool user);
 bool mem_read(VCPU *vs, uint64_t va, void *dst, size_t len);
 uint64_t event_cr3(VCPU *vs);
 uint64_t read_thread(VCPU *vs);

@@ -106,7 +106,10 @@ void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     } else if (user_cb) {
         qemu_plugin_register_vcpu_tb_exec_cb(tb, vcpu_tb_exec_user, QEMU_PLUGIN_CB_R_REGS, b);
     } else {
-        qemu_plugin_register_vcpu_tb_exec_cb(tb, vcpu_tb_exec, QEMU_PLUGIN_CB_NO_REGS, b);
+        /* Round-robin TCG: vcpu_running reads registers. */
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, vcpu_tb_exec,
+                                             S.rr ? QEMU_PLUGIN_CB_R_REGS : QEMU_PLUGIN_CB_NO_REGS,
+                                             b);
     }
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);

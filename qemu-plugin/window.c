@@ -20,6 +20,11 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int cpu)
     }
     vs->index = cpu;
     vs->scratch = g_byte_array_new();
+    /* One host thread setting up two vCPUs: round-robin TCG (callbacks.c: vcpu_running). */
+    vs->thread = g_thread_self();
+    for (unsigned i = 0; i < S.nvcpus; i++) {
+        S.rr |= i != cpu && S.vcpus[i].thread == vs->thread;
+    }
     GArray *regs = qemu_plugin_get_registers();
     for (guint i = 0; i < regs->len; i++) {
         qemu_plugin_reg_descriptor *d = &g_array_index(regs, qemu_plugin_reg_descriptor, i);
