@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pysched.capture import clock as gclock
 from pysched.capture import console as con
 from pysched.capture import guest as gst
 from pysched.capture import peers as prs
@@ -90,7 +91,8 @@ def prepare_boot(plan: RunPlan, args: argparse.Namespace, tmp: Path) -> Boot:
     else:
         gst.write_initrd(guest.initramfs, gst.cmd_archive(args.cmd), initrd)
     boot.argv = qm.qemu_argv(guest.vmlinuz, initrd, plan.ram_mib, args.vcpus, plan.plugin,
-                             plan.options, plan.qemu, devices, append=plan.append)
+                             plan.options, plan.qemu, devices, append=plan.append,
+                             clock=plan.clock.qemu_args())
     return boot
 
 
@@ -101,8 +103,10 @@ def boot_guest(plan: RunPlan, args: argparse.Namespace, boot: Boot, tmp: rf.RunT
     console_path = out / CONSOLE_LOG
     what = "untraced" if plan.plugin is None else f"roi={args.roi}"
     name = plan.workload.name if plan.workload is not None else "--cmd"
+    clock = ("host clock" if plan.clock.insn_rate is None else
+             f"clock {gclock.format_rate(plan.clock.insn_rate)} instructions/s per vCPU")
     print(f"pysched trace: booting the {guest.kind} guest for {name} ({args.vcpus} vCPUs, "
-          f"{plan.ram_mib}M, {what}); console in {console_path}", file=sys.stderr)
+          f"{plan.ram_mib}M, {what}, {clock}); console in {console_path}", file=sys.stderr)
     failed_boots: list[dict[str, Any]] = []
     summary: dict[str, Any] = {}
     for attempt in range(1, args.boot_retries + 2):
@@ -113,12 +117,15 @@ def boot_guest(plan: RunPlan, args: argparse.Namespace, boot: Boot, tmp: rf.RunT
                 ctx = prs.PeerContext(plan.params, boot.ports, tmp.path / "peer",
                                       out / prs.PEER_LOG, guest.ssh_key, guest.ssh_host_key)
                 peer = prs.make_peer(plan.workload.peer, ctx)  # checked by plan_run
-            monitor = RunMonitor(console_path, boot.control, peer, out, plan.roi_insns)
+            monitor = RunMonitor(console_path, boot.control, peer, out, plan.roi_insns,
+                                 region_deadline=plan.region_deadline)
         try:
             result = qm.run_qemu(boot.argv, console_path, out / QEMU_STDERR_LOG, args.timeout,
                                  con.BEGIN_MARK.encode(), plan.boot_timeout,
                                  poll=monitor.poll if monitor is not None else None,
-                                 env=boot.env, vcpus=args.vcpus,
+                                 env=boot.env,
+                                 # single-threaded TCG: one thread runs every vCPU
+                                 vcpus=args.vcpus if plan.clock.shift is None else 1,
                                  exit_marker=con.EXIT_MARK.encode(), started=tmp.add_process)
         finally:
             if monitor is not None:

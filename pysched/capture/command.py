@@ -25,6 +25,7 @@ import signal
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pysched.capture import clock as gclock
 from pysched.capture import console as con
 from pysched.capture import guest as gst
 from pysched.capture import manifest as mf
@@ -96,6 +97,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the guest kernel's optional arguments (default: "
                         f"{qm.DEFAULT_KERNEL_ARGS!r}); the harness adds "
                         f"{qm.HARNESS_KERNEL_ARGS!r} after them; recorded in the manifest")
+    parser.add_argument("--clock", choices=gclock.CLOCKS, default=gclock.DEFAULT_CLOCK,
+                        help="the guest's clock: insns (default), advanced by the instructions "
+                        "it retires (QEMU -icount, single-threaded TCG; see --insn-rate); host, "
+                        "the host's clock (multi-threaded TCG; the rate of timer interrupts per "
+                        "instruction then follows the host's speed)")
+    parser.add_argument("--insn-rate", default=None, metavar="RATE",
+                        help="with --clock insns: instructions a guest second per vCPU while "
+                        "every vCPU runs (suffixes K, M, G; default and fastest: 1G divided "
+                        "by --vcpus, one instruction a nanosecond for the machine; then halves: "
+                        "QEMU's -icount shifts); see pysched/capture/clock.py")
     parser.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
                         help="stop QEMU after this many seconds (default 600)")
     parser.add_argument("--roi", choices=("marker", "all"), default="marker",
@@ -194,6 +205,7 @@ def _run_claimed(plan: RunPlan, args: argparse.Namespace) -> int:
         incomplete=incomplete, outcome=outcome,
         kernel_append=plan.append, kernel_args=plan.kernel_args,
         host=mf.host_load(load_start, os.getloadavg()),
+        guest_clock=plan.clock.manifest(plan.kernel_hz),
     )
     mf.portable_plugin_info(out)
     # Last, and atomically: a trace directory with a manifest is a finished one.

@@ -13,6 +13,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pysched.capture import clock as gclock
 from pysched.capture import guest as gst
 from pysched.capture import peers as prs
 from pysched.capture import qemu as qm
@@ -154,6 +155,9 @@ class RunPlan:
     roi_insns: int | None = None
     kernel_args: str = qm.DEFAULT_KERNEL_ARGS
     append: str = qm.KERNEL_APPEND
+    clock: gclock.GuestClock = gclock.GuestClock("host", 1)
+    kernel_hz: int | None = None
+    region_deadline: float | None = None
 
 
 def plan_run(args: argparse.Namespace) -> RunPlan:
@@ -171,6 +175,7 @@ def plan_run(args: argparse.Namespace) -> RunPlan:
     """
     workload = _check_request(args)
     check_numbers(args, workload)
+    clock = _guest_clock(args)
     kernel_args = getattr(args, "kernel_args", None)
     try:
         append = qm.kernel_append(kernel_args)
@@ -184,6 +189,10 @@ def plan_run(args: argparse.Namespace) -> RunPlan:
         raise TraceUsageError(f"--ram: {e}") from None
     guest = gst.locate(args.guest or "debian", args.guest_dir)
     qemu = qm.find_qemu()
+    try:
+        gclock.check_qemu_accepts(qemu, clock)
+    except ValueError as e:
+        raise TraceUsageError(str(e)) from None
     plugin = None if args.no_plugin else resolve_plugin(args.plugin)
     options = _plugin_options(args, plugin, out, guest, ram_mib)
     if workload is not None and workload.peer is not None:
@@ -197,7 +206,9 @@ def plan_run(args: argparse.Namespace) -> RunPlan:
                    params=params, roi_seconds=_roi_seconds(args, workload, guest.kind),
                    roi_insns=args.roi_insns,
                    kernel_args=qm.DEFAULT_KERNEL_ARGS if kernel_args is None else kernel_args,
-                   append=append)
+                   append=append, clock=clock,
+                   kernel_hz=gclock.kernel_hz(guest.vmlinuz.parent / "kernel-config"),
+                   region_deadline=_region_deadline(args, clock, guest.kind))
 
 
 def _check_request(args: argparse.Namespace) -> wl.Workload | None:
@@ -324,6 +335,27 @@ def _check_peer(workload: wl.Workload, params: dict[str, str], guest: gst.GuestI
             prs.make_peer(workload.peer, ctx)
         except prs.PeerError as e:
             raise TraceUsageError(f"{workload.name}'s host peer: {e}") from None
+
+
+def _guest_clock(args: argparse.Namespace) -> gclock.GuestClock:
+    """``--clock`` and ``--insn-rate`` checked against ``--vcpus``."""
+    try:
+        return gclock.guest_clock(getattr(args, "clock", gclock.DEFAULT_CLOCK),
+                                  getattr(args, "insn_rate", None), args.vcpus)
+    except ValueError as e:
+        raise TraceUsageError(str(e)) from None
+
+
+def _region_deadline(args: argparse.Namespace, clock: gclock.GuestClock,
+                     guest_kind: str) -> float | None:
+    """Seconds of the run after which the host ends a region the ``--roi-insns`` bound has not
+    ended (None: no such deadline). On the instruction clock the guest's own backstop
+    (:func:`_roi_seconds`) counts guest seconds, which pass several times slower than the host's
+    while the guest is busy: a vCPU that stays idle would hold the region open until the
+    timeout killed the run, so the host says ``stop`` at half the timeout instead."""
+    if args.roi_insns is None or clock.source != "insns" or guest_kind != "debian":
+        return None
+    return args.timeout / 2
 
 
 def _roi_seconds(args: argparse.Namespace, workload: wl.Workload | None,
