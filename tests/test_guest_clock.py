@@ -59,3 +59,18 @@ def test_the_installed_qemu_accepts_the_default_and_refuses_a_bad_shift() -> Non
     gclock.check_qemu_accepts(qm.QEMU, gclock.guest_clock("insns", None, 2))
     with pytest.raises(ValueError, match="QEMU refuses -icount shift=11,sleep=on.*shift"):
         gclock.check_qemu_accepts(qm.QEMU, gclock.GuestClock("insns", 2, 11))
+
+
+def test_host_deadline_only_for_a_debian_region_bounded_by_instructions_on_the_insns_clock(
+        ) -> None:
+    import argparse
+
+    from pysched.capture import plan
+
+    insns, host = gclock.guest_clock("insns", None, 2), gclock.guest_clock("host", None, 2)
+    args = argparse.Namespace(roi_insns=20_000_000, timeout=600.0)
+    assert plan._region_deadline(args, insns, "debian") == 300.0
+    assert plan._region_deadline(args, host, "debian") is None
+    assert plan._region_deadline(args, insns, "busybox") is None
+    args.roi_insns = None
+    assert plan._region_deadline(args, insns, "debian") is None

@@ -455,6 +455,28 @@ def test_monitor_stops_the_guest_when_the_plugin_ends_the_region(tmp_path: Path)
         RunMonitor(tmp_path / "none.log", None, None, tmp_path, 100)
 
 
+def test_monitor_ends_a_region_still_open_at_its_deadline(tmp_path: Path) -> None:
+    # On the instruction clock the guest's own backstop counts guest seconds, which pass
+    # slowly while the guest is busy: the host ends a region still open at the deadline.
+    srv, got = _control_server(tmp_path / "c.sock")
+    mon = RunMonitor(tmp_path / "none.log", tmp_path / "c.sock", None, tmp_path, 100,
+                     region_deadline=300.0)
+    _plugin_json(tmp_path, 0, [120, 40])  # vCPU 1 is still short: the region is open
+    mon.poll(299.5)
+    assert mon.stop_reason is None
+    mon.poll(300.0)
+    assert "still open after 300 s" in mon.stop_reason
+    summary = mon.finish()
+    deadline = time.monotonic() + 5
+    while b"".join(got) != b"stop\n" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    srv.close()
+    assert b"".join(got) == b"stop\n"
+    assert summary["host_stop"]["after_seconds"] == 300.0
+    # without --roi-insns there is no deadline
+    assert RunMonitor(tmp_path / "none.log", region_deadline=300.0).region_deadline is None
+
+
 def test_monitor_stops_the_peer_when_the_plugin_ends_the_region(tmp_path: Path) -> None:
     # A peer still working when the region ends at the bound is stopped then, before the
     # guest's shutdown can cut its connection (an scp that "lost connection" read as failed).
