@@ -23,7 +23,9 @@ WORKLOAD ?=
 TRACE_OUT ?= out/$(WORKLOAD)
 TRACE_ARGS ?=
 # The shipped traces: each vCPU at least 20 epochs of 6 M instructions (125 M > 120 M), exec
-# parts re-encoded at zstd 19 to stay under 25 MB a trace.
+# parts re-encoded at zstd 19 to stay under 25 MB a trace. pysched trace's default guest clock
+# applies (--clock insns: QEMU -icount shift=0, 500 M instructions a guest second per vCPU on
+# 2 vCPUs; README.md, Guest time); the traces shipped in data/ predate it.
 DATA_WORKLOADS := find iscp oscp apache dss filesrv mailsrv oltp
 DATA_ARGS := --vcpus 2 --roi-insns 130M --compact 19
 # One short trace with data accesses (the mem table, about 0.54 byte an instruction) for the

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pysched.capture import command as cmdmod
+from pysched.capture import plan
 from pysched.capture import manifest as mf
 from pysched.capture import peers as prs
 from pysched.capture import runfiles as rf
@@ -43,6 +44,18 @@ def _args(*argv: str) -> argparse.Namespace:
     (("--cmd", "true", "--kernel-args", "rdinit=/bin/sh"), "--kernel-args: 'rdinit=/bin/sh'"),
     (("--cmd", "true", "--kernel-args", "a\tb"), "--kernel-args: only printable ASCII"),
     (("--cmd", "true", "--kernel-args", "x" * 3000), "--kernel-args: the kernel command line"),
+    (("--cmd", "true", "--insn-rate", "nan"), "--insn-rate 'nan': not a positive finite number"),
+    (("--cmd", "true", "--insn-rate", "inf"), "--insn-rate 'inf': not a positive finite number"),
+    (("--cmd", "true", "--insn-rate", "0"), "--insn-rate '0': not a positive finite number"),
+    (("--cmd", "true", "--insn-rate=-5M"), "--insn-rate '-5M': not a positive finite number"),
+    (("--cmd", "true", "--insn-rate", "1e999"), "not a positive finite number"),
+    (("--cmd", "true", "--insn-rate", "fast"), "--insn-rate 'fast': not a positive finite"),
+    (("--cmd", "true", "--insn-rate", "2G"),
+     "--insn-rate 2G: above the fastest QEMU's -icount gives with --vcpus 2: 500M, 250M, 125M"),
+    (("--cmd", "true", "--insn-rate", "300M"), "--insn-rate 300M: not one of the rates"),
+    (("--cmd", "true", "--insn-rate", "1K", "--vcpus", "1"), "not one of the rates"),
+    (("--cmd", "true", "--clock", "host", "--insn-rate", "500M"),
+     "--insn-rate sets the guest clock of --clock insns"),
 ])
 def test_bad_numbers_exit_2_naming_the_argument(tmp_path: Path, capsys, argv, message) -> None:
     out = tmp_path / "o"
@@ -55,7 +68,7 @@ def test_bad_numbers_exit_2_naming_the_argument(tmp_path: Path, capsys, argv, me
 
 def test_huge_count_is_refused() -> None:
     with pytest.raises(argparse.ArgumentTypeError, match="at most"):
-        cmdmod.parse_count("99999999999G")
+        plan.parse_count("99999999999G")
 
 
 def test_cli_bad_arguments_give_one_line_and_exit_2(tmp_path: Path) -> None:
@@ -230,3 +243,32 @@ def test_every_workload_states_its_criterion() -> None:
     for w in wl.WORKLOADS.values():
         assert w.criterion and w.criterion != wl.Workload.criterion, w.name
         assert f"success: {w.criterion[:30]}" in " ".join(wl.describe(200).split())
+
+
+def test_clock_option_qemu_refuses_is_one_line_before_boot(tmp_path: Path, capsys,
+                                                           monkeypatch) -> None:
+    """A QEMU that refuses the clock's options (here one that knows no -icount) is reported with
+    its words, naming --clock, before anything boots."""
+    from pysched.capture import clock as gclock
+    from pysched.capture import qemu as qm
+
+    fake = tmp_path / "qemu-system-x86_64"
+    fake.write_text("#!/bin/sh\necho 'qemu-system-x86_64: -icount: invalid option' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    with pytest.raises(ValueError, match=r"--clock insns: QEMU refuses -icount shift=0,sleep=on"
+                                         r" \(-accel tcg,thread=single -icount shift=0,sleep=on\):"
+                                         r" qemu-system-x86_64: -icount: invalid option"):
+        gclock.check_qemu_accepts(str(fake), gclock.guest_clock("insns", None, 2))
+    gclock.check_qemu_accepts(str(fake), gclock.guest_clock("host", None, 2))  # not asked
+    try:
+        from pysched.capture import guest as gst
+        gst.locate("busybox")
+    except gst.GuestNotBuiltError:
+        return
+    monkeypatch.setattr(qm, "find_qemu", lambda qemu=qm.QEMU: str(fake))
+    out = tmp_path / "o"
+    rc = cmdmod.run(_args("--cmd", "true", "--guest", "busybox", "--out", str(out)))
+    assert rc == cmdmod.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "QEMU refuses -icount shift=0,sleep=on" in err and err.count("\n") == 1, err
+    assert not out.exists()

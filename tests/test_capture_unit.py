@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from pysched.capture import command as cmdmod
+from pysched.capture import manifest as mf
+from pysched.capture import plan, sysmap
 from pysched.capture import console as con
 from pysched.capture import guest as gst
 from pysched.capture import qemu as qm
@@ -264,7 +266,7 @@ def test_manifest_fields(tmp_path: Path) -> None:
     plugin = tmp_path / "lib.so"
     plugin.write_bytes(b"plugin")
     (tmp_path / "vmlinuz").write_bytes(b"kernel")
-    m = cmdmod.build_manifest(
+    m = mf.build_manifest(
         command="echo hi", date="2025-01-02T03:04:05Z", guest=_fake_guest(tmp_path),
         qemu_version="QEMU emulator version 10.0.2", plugin=plugin,
         plugin_options=f"out={out},sysmap=/b/guest/System.map,ram=512M", vcpus=2, ram_mib=512,
@@ -304,7 +306,7 @@ def test_manifest_fields(tmp_path: Path) -> None:
 
 def test_manifest_of_crashed_guest(tmp_path: Path) -> None:
     result = qm.QemuResult(returncode=0, timed_out=True, wall_seconds=600.0, stderr="")
-    m = cmdmod.build_manifest(
+    m = mf.build_manifest(
         command="x", date="d", guest=_fake_guest(tmp_path), qemu_version="v", plugin=None,
         plugin_options=None, vcpus=1, ram_mib=256, roi="all", data_accesses=True,
         timeout=600.0, argv=[], result=result, console_text="=== PYSCHED BEGIN ===\n",
@@ -357,10 +359,10 @@ def test_trace_missing_guest(tmp_path: Path, capsys: pytest.CaptureFixture) -> N
 
 def test_resolve_plugin_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(qm, "default_plugin_path", lambda: tmp_path / "libpysched-trace.so")
-    with pytest.raises(cmdmod.TraceUsageError, match="plugin not built: run make -C qemu-plugin"):
-        cmdmod.resolve_plugin(None)
-    with pytest.raises(cmdmod.TraceUsageError, match="not found"):
-        cmdmod.resolve_plugin(tmp_path / "other.so")
+    with pytest.raises(plan.TraceUsageError, match="plugin not built: run make -C qemu-plugin"):
+        plan.resolve_plugin(None)
+    with pytest.raises(plan.TraceUsageError, match="not found"):
+        plan.resolve_plugin(tmp_path / "other.so")
 
 
 def test_run_qemu_boot_watchdog(tmp_path: Path) -> None:
@@ -399,10 +401,10 @@ def test_running_map_moves_kernel_image_symbols_only(tmp_path: Path) -> None:
     d.mkdir()
     (d / "plugin.json").write_text(json.dumps({"kaslr": {"found": True,
                                                          "virtual_slide": 0x2c600000}}))
-    out = cmdmod.write_running_map(src, d)
+    out = sysmap.write_running_map(src, d)
     lines = _gz.decompress(out.read_bytes()).decode().splitlines()
     assert lines == ["000000000001fb80 A current_task", "ffffffffad600000 T _stext",
                      "ffffffffae200010 T entry_SYSCALL_64"]
     (d / "plugin.json").write_text(json.dumps({"kaslr": {"found": False, "reason": "x"}}))
     with pytest.raises(ValueError, match="plugin.json: the plugin did not find"):
-        cmdmod.write_running_map(src, d)
+        sysmap.write_running_map(src, d)

@@ -67,6 +67,20 @@ def test_no_idt_read(tmp_path: Path) -> None:
     _fails(f.write(tmp_path / "t"), "never read the IDT", "idt_table")
 
 
+def test_unresolved_vcpus_under_round_robin_tcg(tmp_path: Path) -> None:
+    f = _healthy()
+    f.plugin_info.update(round_robin=True, vcpu_unresolved=3)
+    _fails(f.write(tmp_path / "t"), "3 recording callbacks could not tell which vCPU",
+           "__per_cpu_offset")
+
+
+def test_round_robin_tcg_with_every_vcpu_resolved_passes(tmp_path: Path) -> None:
+    f = _healthy()
+    f.plugin_info.update(round_robin=True, vcpu_unresolved=0)
+    status, out = _check(f.write(tmp_path / "t"))
+    assert status == 0 and "check health: ok" in out, out
+
+
 def test_calibration_mismatch(tmp_path: Path) -> None:
     f = _healthy()
     f.plugin_info["ram_base_mismatches"] = 7

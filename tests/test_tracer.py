@@ -62,6 +62,25 @@ def test_trace_command_outputs(traced: Path) -> None:
 def test_check_passes(traced: Path) -> None:
     r = pysched("check", str(traced))
     assert r.returncode == 0, r.stdout + r.stderr
+    assert "check timer: ok" in r.stdout
+
+
+def test_instruction_clock_runs_the_vcpus_round_robin_and_tells_them_apart(traced: Path,
+                                                                          woken: Path) -> None:
+    """The default clock: QEMU's -icount, one thread for both vCPUs; the plugin finds which
+    vCPU runs (qemu-plugin/README.md, round-robin TCG) and every callback was resolved. The
+    host-clock capture runs each vCPU on its own thread."""
+    manifest = json.loads((traced / "manifest.json").read_text())
+    assert manifest["guest_clock"]["source"] == "insns"
+    assert manifest["guest_clock"]["insn_rate_per_vcpu"] == 5e8
+    assert "-icount" in manifest["qemu_argv"]
+    info = json.loads((traced / "plugin.json").read_text())
+    assert info["round_robin"] is True and info["vcpu_unresolved"] == 0
+    trace = open_trace(traced)
+    assert all(trace.num_rows("switches", v) for v in trace.vcpus)
+    host = json.loads((woken / "plugin.json").read_text())
+    assert host["round_robin"] is False
+    assert json.loads((woken / "manifest.json").read_text())["guest_clock"]["source"] == "host"
 
 
 def test_counters_are_sums_of_retired_blocks(traced: Path) -> None:
@@ -201,10 +220,12 @@ WAKE_TTWU, WAKE_NEW, WAKE_DONE = 1, 2, 3
 @pytest.fixture(scope="module")
 def woken(tmp_path_factory) -> Path:
     """A short run whose threads block: sleeps (woken by the timer interrupt), a pipe reader
-    woken by its writer, and the shell waiting for its children."""
+    woken by its writer, and the shell waiting for its children. On the host's clock
+    (multi-threaded TCG), so that this module also records without -icount."""
     out = tmp_path_factory.mktemp("wake") / "t"
     cmd = "sleep 0.05; (sleep 0.03; echo piped) | cat; sleep 0.02 & sleep 0.02 & wait"
-    r = pysched("trace", "--guest", "busybox", "--cmd", cmd, "--out", str(out), "--vcpus", "2")
+    r = pysched("trace", "--guest", "busybox", "--cmd", cmd, "--out", str(out), "--vcpus", "2",
+                "--clock", "host")
     assert r.returncode == 0, r.stderr
     return out
 

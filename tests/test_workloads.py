@@ -20,6 +20,7 @@ import pytest
 
 import tracefactory as tf
 from pysched.capture import command as cmdmod
+from pysched.capture import plan
 from pysched.capture import guest as gst
 from pysched.capture import manifest as mf
 from pysched.capture import peers as prs
@@ -211,12 +212,12 @@ def test_trace_list(capsys) -> None:
 
 
 def test_parse_count() -> None:
-    assert cmdmod.parse_count("125M") == 125_000_000
-    assert cmdmod.parse_count("1.5G") == 1_500_000_000
-    assert cmdmod.parse_count("6000000") == 6_000_000
+    assert plan.parse_count("125M") == 125_000_000
+    assert plan.parse_count("1.5G") == 1_500_000_000
+    assert plan.parse_count("6000000") == 6_000_000
     for bad in ("", "0", "-5", "12X"):
         with pytest.raises(argparse.ArgumentTypeError):
-            cmdmod.parse_count(bad)
+            plan.parse_count(bad)
 
 
 def test_missing_debian_image_says_how_to_build(tmp_path: Path, capsys) -> None:
@@ -230,10 +231,10 @@ def test_missing_debian_image_says_how_to_build(tmp_path: Path, capsys) -> None:
 
 def test_full_disk_is_reported_before_the_run(tmp_path: Path, monkeypatch) -> None:
     usage = shutil.disk_usage(tmp_path)
-    monkeypatch.setattr(cmdmod.shutil, "disk_usage",
+    monkeypatch.setattr(plan.shutil, "disk_usage",
                         lambda p: usage._replace(free=10 << 20))
-    with pytest.raises(cmdmod.TraceUsageError, match="not enough free disk space.*10 MB free"):
-        cmdmod.check_free_space(tmp_path / "out", 256, "the trace")
+    with pytest.raises(plan.TraceUsageError, match="not enough free disk space.*10 MB free"):
+        plan.check_free_space(tmp_path / "out", 256, "the trace")
 
 
 # --- the Debian guest's per-run archive and QEMU devices -------------------------------------
@@ -452,6 +453,28 @@ def test_monitor_stops_the_guest_when_the_plugin_ends_the_region(tmp_path: Path)
     assert summary["host_stop"]["insns_recorded"] == {"0": 120, "1": 100}
     with pytest.raises(ValueError, match="control port"):
         RunMonitor(tmp_path / "none.log", None, None, tmp_path, 100)
+
+
+def test_monitor_ends_a_region_still_open_at_its_deadline(tmp_path: Path) -> None:
+    # On the instruction clock the guest's own backstop counts guest seconds, which pass
+    # slowly while the guest is busy: the host ends a region still open at the deadline.
+    srv, got = _control_server(tmp_path / "c.sock")
+    mon = RunMonitor(tmp_path / "none.log", tmp_path / "c.sock", None, tmp_path, 100,
+                     region_deadline=300.0)
+    _plugin_json(tmp_path, 0, [120, 40])  # vCPU 1 is still short: the region is open
+    mon.poll(299.5)
+    assert mon.stop_reason is None
+    mon.poll(300.0)
+    assert "still open after 300 s" in mon.stop_reason
+    summary = mon.finish()
+    deadline = time.monotonic() + 5
+    while b"".join(got) != b"stop\n" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    srv.close()
+    assert b"".join(got) == b"stop\n"
+    assert summary["host_stop"]["after_seconds"] == 300.0
+    # without --roi-insns there is no deadline
+    assert RunMonitor(tmp_path / "none.log", region_deadline=300.0).region_deadline is None
 
 
 def test_monitor_stops_the_peer_when_the_plugin_ends_the_region(tmp_path: Path) -> None:

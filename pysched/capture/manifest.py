@@ -11,6 +11,12 @@ region's bound, the host peer, the image and the kernel symbol files) with
 - ``outcome``: ``ok``, or ``failed`` with ``failure`` (why ``pysched trace`` exited 1) and, for
   a workload, its ``criterion`` and whether it was met.
 
+Manifests written since ``pysched trace --clock`` also hold ``guest_clock`` (not required: a
+manifest without it was recorded on the host's clock): ``source`` (``insns`` or ``host``),
+``icount`` (QEMU's ``-icount`` value), ``machine_insn_rate`` and ``insn_rate_per_vcpu``
+(instructions a guest second, for the machine and for each vCPU while all run) and ``hz`` (the
+guest kernel's CONFIG_HZ, None when unknown); see :mod:`pysched.capture.clock`.
+
 ``pysched trace`` writes the manifest last, under a temporary name renamed over
 ``manifest.json``: a trace directory without one was not finished (the run was killed or
 interrupted). :func:`upgrade_manifest` turns an older manifest into this layout in place.
@@ -156,9 +162,9 @@ def _plugin_icounts(out_dir: Path | None) -> dict[str, int] | None:
 
 
 def host_load(start: tuple[float, ...], end: tuple[float, ...]) -> dict[str, Any]:
-    """The host's CPUs and load averages (1, 5, 15 min) when the run began and ended. Without
-    ``-icount``, the guest's clock is the host's: on a loaded host each guest second holds
-    fewer instructions, so timer interrupts are a larger share of the trace."""
+    """The host's CPUs and load averages (1, 5, 15 min) when the run began and ended. On the
+    host's clock (``--clock host``, and every trace before ``--clock``) a loaded host gives each
+    guest second fewer instructions, so timer interrupts are a larger share of the trace."""
     return {"cpus": os.cpu_count(), "loadavg_start": [round(x, 2) for x in start],
             "loadavg_end": [round(x, 2) for x in end]}
 
@@ -195,6 +201,7 @@ def build_manifest(
     outcome: Mapping[str, Any] | None = None,
     kernel_append: str = qm.KERNEL_APPEND,
     kernel_args: str | None = None,
+    guest_clock: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The contents of ``manifest.json``.
 
@@ -263,6 +270,9 @@ def build_manifest(
     kernel_args : str, optional
         Its optional part (``--kernel-args``, or the default; ``kernel_args``); the harness's
         part is ``kernel_append`` less it.
+    guest_clock : mapping, optional
+        :meth:`pysched.capture.clock.GuestClock.manifest` (``guest_clock``; left out when not
+        given, as in manifests before it).
 
     Returns
     -------
@@ -286,7 +296,7 @@ def build_manifest(
                  "packages": guest.packages()}
     out = str(out_dir) if out_dir is not None else None
     mon = dict(monitor or {})
-    return {
+    manifest = {
         "manifest_version": MANIFEST_VERSION,
         "guest": guest.kind,
         "workload": workload,
@@ -339,6 +349,9 @@ def build_manifest(
         "incomplete_reason": incomplete,
         "outcome": dict(outcome) if outcome is not None else {"status": "ok", "failure": None},
     }
+    if guest_clock is not None:
+        manifest["guest_clock"] = dict(guest_clock)
+    return manifest
 
 
 def missing_keys(manifest: Mapping[str, Any]) -> list[str]:

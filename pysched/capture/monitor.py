@@ -5,10 +5,11 @@
 
 - starts the host-side peer when the console shows ``=== PYSCHED PEER START ===``;
 - tells the guest to close its region of interest (``stop`` on the control serial port,
-  ttyS2, which ``roi-wait`` in the guest watches) when the peer has ended by itself, or when
+  ttyS2, which ``roi-wait`` in the guest watches) when the peer has ended by itself, when
   the plugin reports that it ended the region at the ``--roi-insns`` bound
   (:class:`pysched.capture.roiwatch.RoiBoundWatch`; the trace is then complete, the guest
-  only has to wind down);
+  only has to wind down), or at the run's region deadline (on the instruction clock, where
+  the guest's own time backstop would come after the timeout);
 - stops the peer as soon as the plugin has ended the region at the bound, or the guest is
   done (``=== PYSCHED EXIT``), so that no traffic reaches a guest that is shutting down, or
   else when the run ends; and sums it all up for the manifest.
@@ -48,16 +49,21 @@ class RunMonitor:
     roi_insns : int or None
         The plugin's ``roi_insns`` bound: say ``stop`` once the plugin has ended the region
         there.
+    region_deadline : float or None
+        With ``roi_insns``: say ``stop`` when the run has lasted this many seconds and the
+        bound has not ended the region.
     """
 
     def __init__(self, console: Path, control: Path | None = None, peer: Peer | None = None,
-                 out_dir: Path | None = None, roi_insns: int | None = None):
+                 out_dir: Path | None = None, roi_insns: int | None = None,
+                 region_deadline: float | None = None):
         if roi_insns is not None and (out_dir is None or control is None):
             raise ValueError("roi_insns needs the trace directory and the control port")
         self.console = console
         self.control = control
         self.peer = peer
         self.roi_insns = roi_insns
+        self.region_deadline = region_deadline if roi_insns is not None else None
         self.bound = RoiBoundWatch(out_dir) if roi_insns is not None and out_dir else None
         self._offset = 0
         self._tail = b""
@@ -125,6 +131,9 @@ class RunMonitor:
                 if self.peer is not None and self.peer_started_at is not None \
                         and self._peer_summary is None:
                     self._peer_summary = self.peer.stop()
+            elif self.region_deadline is not None and elapsed >= self.region_deadline:
+                self.stop_reason = (f"the region was still open after {self.region_deadline:g} s "
+                                    "of the run (half the timeout): a vCPU short of --roi-insns")
             if self.stop_reason is not None:
                 self.stop_at = elapsed
         if self.stop_reason is not None:

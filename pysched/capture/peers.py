@@ -27,6 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+#: The peer's log file in the trace directory.
+PEER_LOG = "peer.log"
+
 #: Seconds a stopped peer process gets to exit after SIGINT/SIGTERM before SIGKILL.
 _STOP_GRACE_SECONDS = 5.0
 

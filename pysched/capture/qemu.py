@@ -1,7 +1,8 @@
 """The QEMU command line for a traced run, and running it.
 
-The guest is booted straight from ``-kernel``/``-initrd`` on a q35 machine under multi-threaded
-TCG, with the serial console on QEMU's stdout. The kernel's optional arguments are
+The guest is booted straight from ``-kernel``/``-initrd`` on a q35 machine under TCG (on the
+guest clock of :mod:`pysched.capture.clock`: single-threaded with ``-icount`` by default,
+multi-threaded on the host's clock), with the serial console on QEMU's stdout. The kernel's optional arguments are
 ``--kernel-args`` (:func:`kernel_append`); the harness adds what it needs after them.
 """
 from __future__ import annotations
@@ -257,6 +258,7 @@ def qemu_argv(
     qemu: str = QEMU,
     devices: Sequence[str] = (),
     append: str = KERNEL_APPEND,
+    clock: Sequence[str] = ("-accel", "tcg,thread=multi"),
 ) -> list[str]:
     """The full QEMU command line.
 
@@ -278,6 +280,10 @@ def qemu_argv(
         More arguments (e.g. :func:`debian_devices`).
     append : str
         The kernel command line (:func:`kernel_append`).
+    clock : sequence of str
+        The accelerator and clock options
+        (:meth:`pysched.capture.clock.GuestClock.qemu_args`; default: multi-threaded TCG on
+        the host's clock).
 
     Returns
     -------
@@ -293,7 +299,7 @@ def qemu_argv(
         "-smp", str(vcpus),
         "-nographic",
         "-no-reboot",
-        "-accel", "tcg,thread=multi",
+        *clock,
         "-cpu", CPU_MODEL,
         "-kernel", str(kernel),
         "-initrd", str(initrd),
@@ -388,7 +394,8 @@ VCPU_NICE = 10
 
 
 def renice_vcpu_threads(pid: int, nice: int = VCPU_NICE) -> int:
-    """Lower the priority of QEMU's vCPU threads (named ``CPU n/TCG``).
+    """Lower the priority of QEMU's vCPU threads (named ``CPU n/TCG``; under single-threaded
+    TCG the one ``ALL CPUs/TCG``).
 
     Parameters
     ----------
@@ -409,7 +416,7 @@ def renice_vcpu_threads(pid: int, nice: int = VCPU_NICE) -> int:
         return 0
     for t in tasks:
         try:
-            if (t / "comm").read_text().startswith("CPU "):
+            if (t / "comm").read_text().startswith(("CPU ", "ALL CPUs/")):
                 os.setpriority(os.PRIO_PROCESS, int(t.name), nice)
                 changed += 1
         except (OSError, ValueError):

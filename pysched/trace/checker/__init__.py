@@ -21,6 +21,10 @@ Checks (each listed in the output with its violations, at most ``--limit`` shown
              calibration, the kernel's slide, IDT read, at most 1 % unknown frames, context
              switches where threads changed, known threads of system calls and interrupts):
              a degraded trace fails with the probable cause (:mod:`.health`).
+``timer``    local timer interrupts per G instructions per vCPU, reported; a trace on the guest
+             clock from instructions (``manifest.json``'s ``guest_clock``) fails above 4x what
+             its HZ and instruction rate give, a trace on the host's clock is not judged
+             (:mod:`.timer`).
 ``wakeups``  (f) wake-up rows enter their kind's function, name a task, and a wake-up's
              effect follows a call for its task (see :func:`.order.check_wakeups`).
 ``user_pcs`` (g) interrupt and exception returns to user mode resume at the recorded PC
@@ -45,6 +49,7 @@ from pysched._argtypes import int_at_least
 from ..blockindex import block_index
 from .order import check_markers, check_syscalls, check_wakeups
 from .health import check_health
+from .timer import check_timer
 from .preflight import TraceRejected, check_complete, check_parts, check_totals, preflight
 from .static import FRAMES, check_blocks, check_frames
 from .vcpu import (ICOUNT, check_events, check_exec, check_mem, check_user_pcs_recorded,
@@ -146,6 +151,7 @@ def check_trace(trace: Trace, limit: int = 20) -> Report:
         syscalls[v], markers[v] = vs.events["syscalls"], vs.events["markers"]
     _check_plugin_counters(trace, totals, report)
     check_health(trace, totals, {v: streams[v].unknown_frames for v in vcpus}, report)
+    check_timer(trace, totals, report)
     check_syscalls(syscalls, report)
     check_markers(markers, trace.roi, report,
                   int((trace.plugin_info or {}).get("roi_insns_ends", 0) or 0))

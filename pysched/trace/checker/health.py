@@ -18,7 +18,9 @@ with the probable cause in words:
   retired: an upper bound, exact for whole blocks);
 * a vCPU's events name two or more threads but it has no context switch (with a map);
 * system calls or interrupts whose thread is unknown (``thread == 0``) although a map was
-  given (without a map no thread can be known, which is noted, not a violation).
+  given (without a map no thread can be known, which is noted, not a violation);
+* under round-robin TCG (``plugin.json``'s ``round_robin``), recording callbacks whose vCPU the
+  plugin could not tell (``vcpu_unresolved``): their rows may be on another vCPU's stream.
 
 Everything here reads ``plugin.json``, the small event tables and, for the frames, the block
 index and the exec stream's block ids, which the cheap checks of :mod:`.preflight` read anyway:
@@ -120,6 +122,14 @@ def check_health(trace: Trace, totals: dict[int, int | None], unknown: dict[int,
                        f"the guest's /proc/kallsyms gives the slide {ks['slide_kallsyms']:#x}, "
                        f"the plugin found {int(kaslr.get('virtual_slide') or 0):#x}; probable "
                        "cause: the symbol map is not the running kernel's")
+
+    unresolved = int(info.get("vcpu_unresolved") or 0)
+    if unresolved:
+        report.add(HEALTH, pj, f"{unresolved:,} recording callbacks could not tell which vCPU ran "
+                               "them (round-robin TCG: QEMU names the vCPU that translated a "
+                               "block); their rows may be on another vCPU's stream; probable "
+                               "cause: the symbol map has no __per_cpu_offset, or the kernel's "
+                               "GS base is not its per-CPU offset")
 
     if sysmap and "idt_reads" in info and not info["idt_reads"]:
         report.add(HEALTH, pj, "the plugin never read the IDT although a symbol map was "

@@ -1,6 +1,6 @@
 """What every command that reads a trace checks first: is it complete, are its parts all
-there, do its instruction totals add up, is it degraded (checks ``complete``, ``parts`` and
-``health``).
+there, do its instruction totals add up, is it degraded, do its timer interrupts fit its guest
+clock (checks ``complete``, ``parts``, ``health`` and ``timer``).
 
 These checks read footers, JSON files, the static tables, the small event tables and one
 column of the exec stream (seconds on the shipped traces), so ``pysched analyse`` and ``pysched evaluate`` run them before any long
@@ -33,6 +33,7 @@ from ..reader import Trace
 from ..schema import CAPTURE_FILES, EVENT_TABLES, TABLES
 from .findings import Location, Report
 from .health import check_health, exec_counts
+from .timer import check_timer
 from .vcpu import ICOUNT
 
 COMPLETE = "complete"
@@ -201,6 +202,7 @@ def preflight(path: str | Path, allow_incomplete: bool = False) -> tuple[Trace, 
         totals, unknown = exec_counts(trace)
         check_totals(trace, totals, report)
         check_health(trace, totals, unknown, report)
+        check_timer(trace, totals, report)
     failed = {name for name, res in report.checks.items() if res.count}
     if not failed or (failed == {COMPLETE} and allow_incomplete):
         if COMPLETE not in failed:

@@ -1,0 +1,128 @@
+"""The guest kernel's symbols in a trace: ``System.map.gz`` (the guest's ``System.map`` moved by
+the KASLR slide the plugin found, so that it holds the traced boot's addresses) and
+``modules.map.gz`` (the loaded modules' ``/proc/kallsyms`` lines the Debian guest sends).
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+from pysched.capture import guest as gst
+
+SYSTEM_MAP_GZ = "System.map.gz"
+MODULES_MAP_GZ = "modules.map.gz"
+
+#: The kernel image's symbols are at or above this address (``__START_KERNEL_map``); KASLR
+#: moves them all by one slide. Below it are the per-CPU offsets and absolute symbols, which
+#: it does not move.
+_KERNEL_IMAGE = 0xFFFFFFFF80000000
+
+
+def _plugin_slide(out: Path) -> int | None:
+    """The kernel's virtual slide the plugin found (``plugin.json``), or None."""
+    try:
+        info = json.loads((out / "plugin.json").read_text())
+    except (OSError, ValueError):
+        return None
+    k = info.get("kaslr") or {}
+    return int(k["virtual_slide"]) if k.get("found") else None
+
+
+def _moved_system_map(src: Path, slide: int) -> bytes:
+    """``src`` (System.map lines ``ADDRESS TYPE NAME``) with the kernel image's symbols moved
+    by ``slide``: the running kernel's addresses, as its ``/proc/kallsyms`` gives them."""
+    lines = []
+    for line in src.read_text().splitlines():
+        f = line.split(maxsplit=1)
+        try:
+            a = int(f[0], 16)
+        except (ValueError, IndexError):
+            lines.append(line)
+            continue
+        if a >= _KERNEL_IMAGE:
+            a = (a + slide) % 2**64
+        lines.append(f"{a:016x} {f[1] if len(f) > 1 else ''}".rstrip())
+    return ("\n".join(lines) + "\n").encode()
+
+
+def write_running_map(sysmap: str | Path, trace_dir: str | Path) -> Path:
+    """Write ``TRACE_DIR/System.map.gz``: ``sysmap`` (a ``System.map`` or a saved
+    ``/proc/kallsyms``; module lines are left out) moved by the slide the plugin found
+    (``plugin.json``), for a trace recorded by running QEMU with the plugin directly.
+
+    Raises
+    ------
+    ValueError
+        When ``plugin.json`` says the slide was not found (the message names the file).
+    """
+    sysmap, trace_dir = Path(sysmap), Path(trace_dir)
+    info = json.loads((trace_dir / "plugin.json").read_text())
+    k = info.get("kaslr") or {}
+    if not k.get("found"):
+        raise ValueError(f"{trace_dir / 'plugin.json'}: the plugin did not find the kernel's "
+                         f"slide ({k.get('reason') or 'no kaslr record'})")
+    kept = [ln for ln in sysmap.read_text().splitlines() if not ln.rstrip().endswith("]")]
+    tmp = trace_dir / ".System.map.tmp"
+    tmp.write_text("\n".join(kept) + "\n")
+    try:
+        data = _moved_system_map(tmp, int(k["virtual_slide"]))
+    finally:
+        tmp.unlink()
+    out = trace_dir / SYSTEM_MAP_GZ
+    out.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+    return out
+
+
+def _map_address(src: Path, name: str) -> int | None:
+    for line in src.read_text().splitlines():
+        f = line.split()
+        if len(f) >= 3 and f[2] == name:
+            return int(f[0], 16)
+    return None
+
+
+def save_symbols(guest: gst.GuestImage, symbols: Path, out: Path) -> dict[str, Any]:
+    """Write the kernel's and the modules' symbols into the trace (gzip); their file names.
+
+    ``System.map.gz`` holds the running kernel's addresses: the guest's ``System.map`` moved
+    by the slide the plugin found (KASLR; 0 with ``nokaslr``). The Debian guest sends its
+    ``/proc/kallsyms`` lines of the modules and of ``_stext``; the latter checks the slide
+    (``slide_kallsyms``: the slide that ``_stext`` gives, to compare with ``slide``).
+    """
+    kernel_symbols: dict[str, Any] = {"system_map": None, "modules": None, "slide": None,
+                                      "slide_kallsyms": None}
+    slide = _plugin_slide(out)
+    if guest.system_map.is_file():
+        data = (_moved_system_map(guest.system_map, slide) if slide
+                else guest.system_map.read_bytes())
+        (out / SYSTEM_MAP_GZ).write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+        kernel_symbols["system_map"] = SYSTEM_MAP_GZ
+        kernel_symbols["slide"] = slide
+    if symbols.is_file() and symbols.stat().st_size > 0:
+        modules, kernel = [], []
+        for line in symbols.read_text(errors="replace").splitlines():
+            (modules if line.rstrip().endswith("]") else kernel).append(line)
+        stext = _map_address(guest.system_map, "_stext") if guest.system_map.is_file() else None
+        for line in kernel:
+            f = line.split()
+            if len(f) == 3 and f[2] == "_stext" and stext is not None:
+                kernel_symbols["slide_kallsyms"] = (int(f[0], 16) - stext) % 2**64
+        if modules:
+            tmp = out / ".modules.txt"
+            tmp.write_text("\n".join(modules) + "\n")
+            _gzip_file(tmp, out / MODULES_MAP_GZ)
+            tmp.unlink()
+            kernel_symbols["modules"] = MODULES_MAP_GZ
+    return kernel_symbols
+
+
+def _gzip_file(src: Path, dest: Path) -> None:
+    """gzip ``src`` into ``dest`` reproducibly (no name, mtime 0)."""
+    with open(src, "rb") as f:
+        data = f.read()
+    dest.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+
+
+__all__ = ["MODULES_MAP_GZ", "SYSTEM_MAP_GZ", "save_symbols", "write_running_map"]
