@@ -386,6 +386,15 @@ class _FakePeer(prs.Peer):
         return {"kind": "fake", "started": self.started}
 
 
+def _assert_stop_sent(srv, got: list) -> None:
+    """The control server received the host's ``stop`` (within 5 s), then closes."""
+    deadline = time.monotonic() + 5
+    while b"".join(got) != b"stop\n" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    srv.close()
+    assert b"".join(got) == b"stop\n"
+
+
 def _control_server(path: Path) -> tuple[socket.socket, list[bytes]]:
     """A unix socket standing in for QEMU's control chardev; collects what arrives."""
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -424,11 +433,7 @@ def test_monitor_starts_the_peer_and_stops_the_region(tmp_path: Path) -> None:
     assert peer.stops == 1
     summary = mon.finish()
     assert peer.stops == 1  # not stopped twice
-    deadline = time.monotonic() + 5
-    while b"".join(got) != b"stop\n" and time.monotonic() < deadline:
-        time.sleep(0.05)
-    srv.close()
-    assert b"".join(got) == b"stop\n"
+    _assert_stop_sent(srv, got)
     assert summary["host_stop"]["reason"] == "the host's peer ended"
     assert summary["peer"]["started_after_seconds"] == 1.5
 
@@ -444,11 +449,7 @@ def test_monitor_stops_the_guest_when_the_plugin_ends_the_region(tmp_path: Path)
     mon.poll(2.0)
     assert mon.stop_reason is not None and "every vCPU" in mon.stop_reason
     summary = mon.finish()
-    deadline = time.monotonic() + 5
-    while b"".join(got) != b"stop\n" and time.monotonic() < deadline:
-        time.sleep(0.05)
-    srv.close()
-    assert b"".join(got) == b"stop\n"
+    _assert_stop_sent(srv, got)
     assert summary["host_stop"]["after_seconds"] == 2.0
     assert summary["host_stop"]["insns_recorded"] == {"0": 120, "1": 100}
     with pytest.raises(ValueError, match="control port"):
@@ -467,11 +468,7 @@ def test_monitor_ends_a_region_still_open_at_its_deadline(tmp_path: Path) -> Non
     mon.poll(300.0)
     assert "still open after 300 s" in mon.stop_reason
     summary = mon.finish()
-    deadline = time.monotonic() + 5
-    while b"".join(got) != b"stop\n" and time.monotonic() < deadline:
-        time.sleep(0.05)
-    srv.close()
-    assert b"".join(got) == b"stop\n"
+    _assert_stop_sent(srv, got)
     assert summary["host_stop"]["after_seconds"] == 300.0
     # without --roi-insns there is no deadline
     assert RunMonitor(tmp_path / "none.log", region_deadline=300.0).region_deadline is None
