@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from . import mem_codec
 from .errors import TraceError
 from .schema import (
     META_SCHEMA_VERSION,
@@ -40,6 +41,11 @@ class Part:
         Part number ``NNNNNN`` from the file name.
     num_rows : int
         Rows in the file (from its footer).
+    encoding : str or None
+        The compact encoding of a ``mem`` part (:data:`pysched.trace.mem_codec.MEM_SITE_DELTA`),
+        None for the plugin's own columns.
+    icount_range : tuple of int or None
+        First and last ``icount`` of an encoded part (from its metadata).
     """
 
     path: Path
@@ -47,6 +53,8 @@ class Part:
     vcpu: int | None
     seq: int
     num_rows: int
+    encoding: str | None = None
+    icount_range: tuple[int, int] | None = None
 
 
 def _parse_name(spec: TableSpec, path: Path) -> tuple[int | None, int]:
@@ -92,8 +100,22 @@ def _validate_part(spec: TableSpec, path: Path) -> Part:
             raise TraceError(f"{path}: metadata {META_VCPU} is {raw!r}, "
                              f"expected {vcpu} (from the file name)")
 
+    encoding = meta.get(mem_codec.META_ENCODING)
+    columns = spec.schema
+    icount_range = None
+    if encoding is not None:
+        if spec.name != "mem" or encoding != mem_codec.MEM_SITE_DELTA:
+            raise TraceError(f"{path}: table {spec.name!r} in an unknown encoding {encoding!r}")
+        columns = mem_codec.ENCODED_SCHEMA
+        try:
+            icount_range = (int(meta[mem_codec.META_FIRST_ICOUNT]),
+                            int(meta[mem_codec.META_LAST_ICOUNT]))
+        except (KeyError, ValueError):
+            raise TraceError(f"{path}: encoded mem part without a valid "
+                             f"{mem_codec.META_FIRST_ICOUNT}/{mem_codec.META_LAST_ICOUNT}"
+                             ) from None
     have = pf.schema_arrow
-    for field in spec.schema:
+    for field in columns:
         idx = have.get_field_index(field.name)
         if idx < 0:
             raise TraceError(f"{path}: missing column {field.name!r} "
@@ -101,7 +123,7 @@ def _validate_part(spec: TableSpec, path: Path) -> Part:
         if have.field(idx).type != field.type:
             raise TraceError(f"{path}: column {field.name!r} has type {have.field(idx).type}, "
                              f"expected {field.type}")
-    return Part(path, spec.name, vcpu, seq, pf.metadata.num_rows)
+    return Part(path, spec.name, vcpu, seq, pf.metadata.num_rows, encoding, icount_range)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -269,17 +291,20 @@ class Trace:
         """Read one part file (see :meth:`parts`) with exactly its table's schema.
 
         Page checksums are verified where the writer stored them (the plugin does); a damaged
-        file raises :class:`TraceError` naming the file and its table.
+        file raises :class:`TraceError` naming the file and its table. A ``mem`` part in the
+        compact encoding (:mod:`pysched.trace.mem_codec`) is decoded to the plugin's columns.
         """
         spec = TABLES[part.table]
+        names = (mem_codec.ENCODED_SCHEMA if part.encoding else spec.schema).names
         try:
-            t = pq.ParquetFile(part.path, page_checksum_verification=True).read(
-                columns=spec.schema.names)
+            t = pq.ParquetFile(part.path, page_checksum_verification=True).read(columns=names)
         except pa.ArrowMemoryError:
             raise MemoryError(f"{part.path}: out of memory reading it") from None
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise TraceError(f"{part.path}: table {part.table!r}: the file is damaged and "
                              f"cannot be read ({exc})") from exc
+        if part.encoding:
+            t = self._decode_mem(part, t)
         # Types are validated; the cast only unifies nullability and drops metadata.
         t = t.select(spec.schema.names).cast(spec.schema)
         if self.prefix is not None and part.vcpu is not None and part.table != "exec":
@@ -289,6 +314,17 @@ class Trace:
             else:
                 t = t.filter(pc.less(t.column("icount"), insns))
         return t
+
+    def _decode_mem(self, part: Part, encoded: pa.Table) -> pa.Table:
+        assert part.icount_range is not None and part.vcpu is not None
+        first = part.icount_range[0]
+        try:
+            pcs = mem_codec.instruction_pcs(self, part.vcpu,
+                                            mem_codec.decoded_icount(encoded, first))
+        except TraceError as exc:
+            raise TraceError(f"{part.path}: the encoded mem part needs vCPU {part.vcpu}'s "
+                             f"instructions, which cannot be read: {exc}") from exc
+        return mem_codec.decode_mem(encoded, first, pcs)
 
     def window(self, name: str, vcpu: int, lo: int, hi: int,
                column: str = "icount") -> pa.Table:
@@ -303,6 +339,12 @@ class Trace:
             raise KeyError(f"table {name!r} has no column {column!r}")
         tables = []
         for part in self.parts(name, vcpu):
+            if part.icount_range is not None:  # an encoded part: its range is in its metadata
+                if column == "icount" and part.icount_range[0] >= hi:
+                    break
+                if column != "icount" or part.icount_range[1] >= lo:
+                    tables.append(self.read_part(part))
+                continue
             md = pq.ParquetFile(part.path).metadata
             col = md.schema.to_arrow_schema().get_field_index(column)
             stats = [md.row_group(g).column(col).statistics for g in range(md.num_row_groups)]
