@@ -206,6 +206,16 @@ static uint32_t retired_before(const Block *b, uint64_t rip)
     return b->ninsn;
 }
 
+/* The address of the IDX-th instruction of block B (0 without a block). */
+static uint64_t insn_pc(const Block *b, unsigned idx)
+{
+    uint64_t pc = b ? b->vaddr : 0;
+    for (unsigned i = 0; b && i < idx; i++) {
+        pc += b->sizes[i];
+    }
+    return pc;
+}
+
 /* One interrupts row: an entry (kind 0) or a return (kind 1); see README.md for the columns. */
 static void interrupt_row(VCPU *vs, uint64_t icount, int kind, uint64_t thread, int16_t vector,
                           uint64_t error_code, bool user, uint64_t pc, uint64_t handler,
@@ -355,11 +365,7 @@ void vcpu_insn_exec(unsigned int cpu, void *udata)
 {
     unsigned flags = UD_FLAGS(udata), idx = UD_IDX(udata);
     VCPU *vs = vcpu_running(cpu, !(flags & (F_SYSRET | F_IRET)));
-    Block *b = vs->pending;
-    uint64_t pc = b ? b->vaddr : 0;
-    for (unsigned i = 0; b && i < idx; i++) {
-        pc += b->sizes[i];
-    }
+    uint64_t pc = insn_pc(vs->pending, idx);
     /* the event's icount counts this instruction */
     uint64_t icount = vs->icount + idx + 1;
     if (flags & F_SYSCALL) {
@@ -447,4 +453,65 @@ void vcpu_mem(unsigned int cpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void
         (hw && !qemu_plugin_hwaddr_is_io(hw)) ? qemu_plugin_hwaddr_phys_addr(hw) : PADDR_UNKNOWN;
     COL(t, ME_SIZE, uint8_t)[r] = 1u << qemu_plugin_mem_size_shift(info);
     COL(t, ME_STORE, uint8_t)[r] = qemu_plugin_mem_is_store(info);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Device requests (devreq.c says which instructions get these)                             */
+
+/* One device_requests row for the write instruction at PC, the IDX-th of the vCPU's pending
+ * block: its icount counts the instruction. */
+static void devreq_row(VCPU *vs, uint64_t pc, uint32_t idx, uint64_t paddr, int space,
+                       unsigned size, uint64_t value, uint16_t region)
+{
+    Buf *t = &vs->buf[T_DEVREQS];
+    size_t r = ev_row(vs, T_DEVREQS, vs->icount + idx + 1);
+    COL(t, DR_PADDR, uint64_t)[r] = paddr;
+    COL(t, DR_SPACE, uint8_t)[r] = (uint8_t)space;
+    COL(t, DR_SIZE, uint8_t)[r] = (uint8_t)size;
+    COL(t, DR_VALUE, uint64_t)[r] = value;
+    COL(t, DR_REGION, uint16_t)[r] = region;
+    COL(t, DR_PC, uint64_t)[r] = pc;
+}
+
+/*
+ * A store of an iomap write function ran (UDATA: the instruction's address): a row when it
+ * reached I/O. Under -icount QEMU runs an I/O access alone in a block of its own with only this
+ * callback, after the block it was part of started (the vCPU's pending block), so the
+ * instruction's place is found in the pending block by its address.
+ */
+void vcpu_io_store(unsigned int cpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata)
+{
+    VCPU *vs = S.rr && S.rr_last ? S.rr_last : &S.vcpus[cpu];
+    if (!S.tracing || vs->done) {
+        return;
+    }
+    struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
+    if (!hw || !qemu_plugin_hwaddr_is_io(hw)) {
+        return;
+    }
+    uint64_t pc = (uint64_t)(uintptr_t)udata;
+    uint32_t idx = vs->pending ? retired_before(vs->pending, pc) : 0;
+    qemu_plugin_mem_value v = qemu_plugin_mem_get_value(info);
+    uint64_t value = v.type == QEMU_PLUGIN_MEM_VALUE_U8 ? v.data.u8
+                   : v.type == QEMU_PLUGIN_MEM_VALUE_U16 ? v.data.u16
+                   : v.type == QEMU_PLUGIN_MEM_VALUE_U32 ? v.data.u32 : v.data.u64;
+    devreq_row(vs, pc, idx, qemu_plugin_hwaddr_phys_addr(hw), 0,
+               1u << qemu_plugin_mem_size_shift(info), value,
+               devreq_region(vs, qemu_plugin_hwaddr_device_name(hw)));
+}
+
+/* An `out` of an iomap write function is about to run: the port is its immediate or dx, the
+ * value al, ax or eax. */
+void vcpu_port_write(unsigned int cpu, void *udata)
+{
+    VCPU *vs = vcpu_running(cpu, false);
+    if (!S.tracing || vs->done) {
+        return;
+    }
+    uintptr_t ud = (uintptr_t)udata;
+    unsigned idx = PORT_UD_IDX(ud), size = PORT_UD_SIZE(ud);
+    uint64_t pc = insn_pc(vs->pending, idx);
+    uint64_t port = PORT_UD_IMM(ud) ? PORT_UD_PORT(ud) : reg_read(vs, R_RDX) & 0xffff;
+    uint64_t value = reg_read(vs, R_RAX) & (size == 4 ? 0xffffffffu : size == 2 ? 0xffff : 0xff);
+    devreq_row(vs, pc, idx, port, 1, size, value, REGION_NONE);
 }

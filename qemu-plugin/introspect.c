@@ -326,6 +326,7 @@ void slide_found(VCPU *vs, uint64_t entry_va)
             *syms[i] += S.slide;
         }
     }
+    devreq_slide(S.slide);
     S.slide_found = true;
     S.syms_ready = true;
     g_mutex_unlock(&S.lock);

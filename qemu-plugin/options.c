@@ -85,8 +85,10 @@ bool load_sysmap(const char *path)
                 S.sym_wake[k] = addr;
             }
         }
+        devreq_sysmap_line(name, type, addr);
     }
     fclose(f);
+    devreq_sysmap_done();
     if (!S.have_current && pcpu_hot) { /* kernels >= 6.2: current_task is pcpu_hot's first field */
         S.sym_current = pcpu_hot;
         S.have_current = true;

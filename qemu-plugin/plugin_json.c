@@ -24,6 +24,7 @@ void write_plugin_json(bool final)
         g_string_append_printf(s, ", \"%s\": %" PRIu64, WAKE_SYMBOLS[k], S.sym_wake[k]);
     }
     g_string_append(s, "},\n");
+    devreq_json(s);
     g_string_append_printf(s, "  \"ram_base_calibrated\": %s,\n  \"ram_base_mismatches\": %"
                            PRIu64 ",\n", S.ram_base_set ? "true" : "false", S.ram_base_mismatch);
     if (S.sysmap) {

@@ -61,6 +61,13 @@ static const pq_column COLS_WAKEUPS[WK_N] = {
     EV_COLS, [WK_WOKEN] = {"woken", PQ_U64, PQ_DICT}, [WK_WAKER] = {"waker", PQ_U64, PQ_DICT},
     [WK_KIND] = {"kind", PQ_U8, PQ_DICT}};
 
+/* A write to a device (README: device_requests): paddr is the port for port I/O (space 1);
+ * region indexes plugin.json's device_regions. */
+static const pq_column COLS_DEVREQS[DR_N] = {
+    EV_COLS, [DR_PADDR] = {"paddr", PQ_U64, PQ_DICT}, [DR_SPACE] = {"space", PQ_U8, PQ_DICT},
+    [DR_SIZE] = {"size", PQ_U8, PQ_DICT}, [DR_VALUE] = {"value", PQ_U64, PQ_DICT},
+    [DR_REGION] = {"region", PQ_U16, PQ_DICT}, [DR_PC] = {"pc", PQ_U64, PQ_DICT}};
+
 /* No virtual address: it would cost a quarter of data mode's write bandwidth. */
 static const pq_column COLS_MEM[ME_N] = {
     [ME_ICOUNT] = {"icount", PQ_U64, PQ_DELTA}, [ME_PADDR] = {"paddr", PQ_U64, PQ_SPLIT},
@@ -77,6 +84,7 @@ const TableDef TABLES[T_N] = {
     [T_SWITCHES] = {"switches", COLS_SWITCHES, NCOLS(COLS_SWITCHES)},
     [T_MARKERS] = {"markers", COLS_MARKERS, NCOLS(COLS_MARKERS)},
     [T_WAKEUPS] = {"wakeups", COLS_WAKEUPS, NCOLS(COLS_WAKEUPS)},
+    [T_DEVREQS] = {"device_requests", COLS_DEVREQS, NCOLS(COLS_DEVREQS)},
     [T_MEM] = {"mem", COLS_MEM, NCOLS(COLS_MEM)},
 };
 

@@ -40,6 +40,8 @@ enum { MK_KIND = EV_N, MK_THREAD, MK_CR3, MK_VALUE, MK_N };
 
 enum { WK_WOKEN = EV_N, WK_WAKER, WK_KIND, WK_N };
 
+enum { DR_PADDR = EV_N, DR_SPACE, DR_SIZE, DR_VALUE, DR_REGION, DR_PC, DR_N };
+
 enum { ME_ICOUNT, ME_PADDR, ME_SIZE, ME_STORE, ME_N };
 
 #define MAXCOLS 20
@@ -51,9 +53,9 @@ typedef struct {
     size_t ncols;
 } TableDef;
 
-/* Per-vCPU event tables are T_SYSCALLS..T_WAKEUPS (allocated together); T_MEM comes last. */
+/* Per-vCPU event tables are T_SYSCALLS..T_DEVREQS (allocated together); T_MEM comes last. */
 enum { T_BLOCKS, T_INSNS, T_EXEC, T_SYSCALLS, T_INTERRUPTS, T_SWITCHES, T_MARKERS, T_WAKEUPS,
-       T_MEM, T_N };
+       T_DEVREQS, T_MEM, T_N };
 extern const TableDef TABLES[T_N];
 
 /* A column-wise buffer of one table; its arrays move to the writer thread when full. */

@@ -61,7 +61,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         VCPU *vs = &S.vcpus[i];
         vs->stops_ns = g_array_new(FALSE, FALSE, sizeof(uint64_t));
         buf_alloc(&vs->buf[T_EXEC], T_EXEC, S.rows);
-        for (int t = T_SYSCALLS; t <= T_WAKEUPS; t++) {
+        for (int t = T_SYSCALLS; t <= T_DEVREQS; t++) {
             buf_alloc(&vs->buf[t], t, EVENT_ROWS);
         }
         if (S.data) {

@@ -12,6 +12,7 @@
  *   callbacks.c   execution callbacks: the exec stream and the event rows
  *   window.c      vCPU set-up, region begin and end (reset), translation flushes, exit
  *   plugin_json.c plugin.json, the plugin's own account of the run
+ *   devreq.c      device requests: which instructions write to devices, the regions' names
  */
 #ifndef PYSCHED_TRACER_H
 #define PYSCHED_TRACER_H
@@ -65,6 +66,18 @@ enum { F_SYSCALL = 1, F_INT80 = 2, F_SYSRET = 4, F_IRET = 8, F_MARKER = 16 };
 #define INSN_UD(idx, flags) GUINT_TO_POINTER(((idx) << 8) | (flags))
 #define UD_IDX(ud) (GPOINTER_TO_UINT(ud) >> 8)
 #define UD_FLAGS(ud) (GPOINTER_TO_UINT(ud) & 0xff)
+
+/* Device requests (devreq.c): the kernel's iomap write functions, by index; the userdata of an
+ * `out` instruction's callback (index in the block, operand size, immediate port); the region
+ * of a port write, which has no QEMU memory region. */
+#define IOWRITE_N 5
+#define PORT_UD(idx, size, imm, port) \
+    (((uintptr_t)(idx) << 16) | ((uintptr_t)(size) << 10) | ((uintptr_t)(imm) << 9) | (port))
+#define PORT_UD_IDX(ud) ((unsigned)((ud) >> 16))
+#define PORT_UD_SIZE(ud) ((unsigned)(((ud) >> 10) & 7))
+#define PORT_UD_IMM(ud) (((ud) >> 9) & 1)
+#define PORT_UD_PORT(ud) ((unsigned)((ud) & 0xff))
+#define REGION_NONE UINT16_MAX
 
 #define IDT_REFRESH_SWITCHES 4096    /* re-read the IDT every this many context switches */
 
@@ -126,6 +139,8 @@ typedef struct {
     GThread *thread;       /* the host thread that set this vCPU up (round-robin detection) */
     GByteArray *scratch;
     struct qemu_plugin_register *reg[R_N];
+    const char *dr_name;   /* the device region this vCPU last wrote to, and its index */
+    uint16_t dr_region;
 } VCPU;
 
 typedef enum { MODE_LIGHT, MODE_FULL } Mode;
@@ -145,6 +160,9 @@ typedef struct {
     uint64_t sym_wake[WAKE_N]; /* by kind; 0 when the map lacks the function: no such rows */
     uint64_t sym_percpu;       /* __per_cpu_offset (round-robin TCG), 0 when the map lacks it */
     bool have_current;
+    /* the iomap write functions' [lo, hi) (moved by the slide; 0 when the map lacks one) */
+    uint64_t iowrite_lo[IOWRITE_N], iowrite_hi[IOWRITE_N];
+    GPtrArray *dev_regions; /* names of the device regions written to, by index (S.lock) */
     /* KASLR: the map's (link-time) addresses of the symbols above are moved by `slide` once it
      * is found; until then no kernel-text symbol is used (syms_ready false). */
     uint64_t map_entry, map_stext, map_etext; /* entry_SYSCALL_64, _stext, _etext */
@@ -239,6 +257,8 @@ void vcpu_tb_exec_user(unsigned int cpu, void *udata);
 void vcpu_tb_exec_special(unsigned int cpu, void *udata);
 void vcpu_insn_exec(unsigned int cpu, void *udata);
 void vcpu_mem(unsigned int cpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata);
+void vcpu_io_store(unsigned int cpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata);
+void vcpu_port_write(unsigned int cpu, void *udata);
 void marker_row(VCPU *vs, int kind, uint64_t value, uint64_t thread, uint64_t cr3,
                 uint64_t icount);
 
@@ -249,6 +269,15 @@ void finish(void);
 
 /* plugin_json.c */
 void write_plugin_json(bool final);
+
+/* devreq.c */
+void devreq_sysmap_line(const char *name, const char *type, uint64_t addr);
+void devreq_sysmap_done(void);
+void devreq_slide(uint64_t slide);
+bool devreq_insn(uint64_t va);
+uintptr_t devreq_port_ud(const uint8_t *p, size_t n, unsigned idx);
+uint16_t devreq_region(VCPU *vs, const char *name);
+void devreq_json(GString *s);
 
 /* options.c */
 bool parse_options(int argc, char **argv);

@@ -27,6 +27,23 @@ static unsigned decode_flags(const uint8_t *p, size_t n)
     return 0;
 }
 
+/* An instruction of the kernel's iomap write functions (devreq.c): an `out` gets a callback
+ * before it runs, any other a callback after each store it makes (a row when it reached I/O). */
+static void instrument_devreq(struct qemu_plugin_insn *insn, size_t idx)
+{
+    uint8_t bytes[16];
+    size_t sz = qemu_plugin_insn_data(insn, bytes, sizeof(bytes));
+    uintptr_t port = devreq_port_ud(bytes, sz, (unsigned)idx);
+    if (port) {
+        qemu_plugin_register_vcpu_insn_exec_cb(insn, vcpu_port_write, QEMU_PLUGIN_CB_R_REGS,
+                                               (void *)port);
+    } else {
+        qemu_plugin_register_vcpu_mem_cb(insn, vcpu_io_store, QEMU_PLUGIN_CB_NO_REGS,
+                                         QEMU_PLUGIN_MEM_W,
+                                         (void *)(uintptr_t)qemu_plugin_insn_vaddr(insn));
+    }
+}
+
 void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     size_t n = qemu_plugin_tb_n_insns(tb);
@@ -120,6 +137,9 @@ void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         if (S.data) {
             qemu_plugin_register_vcpu_mem_cb(insn, vcpu_mem, QEMU_PLUGIN_CB_NO_REGS,
                                              QEMU_PLUGIN_MEM_RW, GUINT_TO_POINTER(i));
+        }
+        if (!b->user && devreq_insn(qemu_plugin_insn_vaddr(insn))) {
+            instrument_devreq(insn, i);
         }
     }
 }

@@ -55,7 +55,8 @@ def _refused(path: Path, *words: str) -> str:
     return str(err.value)
 
 
-@pytest.mark.parametrize("table", [t for t in TABLES if t != "mem"])
+# data/find predates device_requests: it has no parts of it to truncate.
+@pytest.mark.parametrize("table", [t for t in TABLES if t not in ("mem", "device_requests")])
 def test_truncated_part_is_named(tmp_path: Path, table: str) -> None:
     t = _copy(FIND, tmp_path / "t")
     parts = sorted((t / table).glob("*.parquet"))

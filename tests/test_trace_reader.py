@@ -91,7 +91,8 @@ def test_absent_event_table_reads_empty(tmp_path: Path) -> None:
     f, a, _ = tiny()
     f.run(0, a)
     t = open_trace(f.write(tmp_path / "t"))
-    for name in ("syscalls", "interrupts", "switches", "markers", "wakeups", "mem"):
+    for name in ("syscalls", "interrupts", "switches", "markers", "wakeups", "device_requests",
+                 "mem"):
         empty = t.table(name)
         assert empty.num_rows == 0 and empty.schema == TABLES[name].schema
         assert t.table(name, 0).num_rows == 0

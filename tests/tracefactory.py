@@ -35,10 +35,13 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType]]] = {
     "switches": COMMON + [("prev", U64), ("next", U64), ("cr3", U64)],
     "markers": COMMON + [("kind", U8), ("thread", U64), ("cr3", U64), ("value", U64)],
     "wakeups": COMMON + [("woken", U64), ("waker", U64), ("kind", U8)],
+    "device_requests": COMMON + [("paddr", U64), ("space", U8), ("size", U8), ("value", U64),
+                                 ("region", U16), ("pc", U64)],
     "mem": [("icount", U64), ("paddr", U64), ("size", U8), ("store", U8)],
 }
-PER_VCPU = ("exec", "syscalls", "interrupts", "switches", "markers", "wakeups", "mem")
-EVENTS = ("syscalls", "interrupts", "switches", "markers", "wakeups")
+PER_VCPU = ("exec", "syscalls", "interrupts", "switches", "markers", "wakeups", "device_requests",
+            "mem")
+EVENTS = ("syscalls", "interrupts", "switches", "markers", "wakeups", "device_requests")
 
 F_SYSCALL, F_INT80, F_SYSRETQ, F_IRETQ, F_MARKER = 1, 2, 4, 8, 16
 
@@ -154,9 +157,12 @@ class TraceFactory:
 
     def _insn_event(self, v: int, flag: int) -> tuple[dict, int]:
         """Common columns of an event raised by the flagged instruction of the last block."""
-        bid = self.exec[v][-1]
-        b = self.blocks[bid]
-        i = next(k for k, f in enumerate(b.flags) if f & flag)
+        b = self.blocks[self.exec[v][-1]]
+        return self._insn_event_at(v, next(k for k, f in enumerate(b.flags) if f & flag))
+
+    def _insn_event_at(self, v: int, i: int) -> tuple[dict, int]:
+        """Common columns of an event raised by instruction ``i`` of the last block."""
+        b = self.blocks[self.exec[v][-1]]
         assert i < self.retired[v][-1], "the instruction did not retire"
         start = self.icount(v) - self.retired[v][-1]
         return self._common(v, start + i + 1), b.pcs[i]
@@ -213,6 +219,13 @@ class TraceFactory:
             row, _ = self._insn_event(v, F_MARKER)
         row.update(kind=kind, thread=thread, cr3=cr3, value=value)
         self.rows["markers"][v].append(row)
+
+    def device_request(self, v: int, i: int, paddr: int, value: int, *, space: int = 0,
+                       size: int = 2, region: int = 0) -> None:
+        """A write to a device by instruction ``i`` of the last block (a store, or ``out``)."""
+        row, pc = self._insn_event_at(v, i)
+        row.update(paddr=paddr, space=space, size=size, value=value, region=region, pc=pc)
+        self.rows["device_requests"][v].append(row)
 
     def mem(self, v: int, icount: int, vaddr: int, *, size: int = 8, store: int = 0,
             paddr: int | None = None) -> None:

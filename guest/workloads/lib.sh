@@ -9,7 +9,8 @@
 # /proc/stat are read just outside the region, into files on a RAM file system, and printed to
 # the console only after it has closed: the region holds neither the reading processes nor the
 # serial console's interrupts of printing them (about 2 kB per snapshot). The console lines are
-# what pysched parses (pysched/capture/console.py).
+# what pysched parses (pysched/capture/console.py). Before the region the guest's devices are read
+# too (device_snapshot), to tell which device a device_requests row wrote to.
 
 PYSCHED_ROI_FLAG=/run/pysched/roi-open
 PYSCHED_PROC_DIR=/run/pysched/proc
@@ -41,15 +42,49 @@ roi_stop() {
     proc_print after
 }
 
-# proc_snapshot WHEN: read /proc/interrupts and /proc/stat into $PYSCHED_PROC_DIR.
+# proc_snapshot WHEN: read /proc/interrupts and /proc/stat into $PYSCHED_PROC_DIR (and, before
+# the region, the devices).
 proc_snapshot() {
     mkdir -p "$PYSCHED_PROC_DIR"
+    if [ "$1" = before ]; then
+        device_snapshot
+    fi
     cat /proc/interrupts > "$PYSCHED_PROC_DIR/interrupts.$1"
     cat /proc/stat > "$PYSCHED_PROC_DIR/stat.$1"
 }
 
+# device_snapshot: the guest's I/O memory and port ranges (/proc/iomem, /proc/ioports: the BARs
+# of each PCI device, by slot), and one line per PCI device: slot, vendor, device, class, its
+# driver and, for a virtio device, the virtio driver bound to it (virtio_blk, virtio_net).
+device_snapshot() {
+    cat /proc/iomem > "$PYSCHED_PROC_DIR/iomem"
+    cat /proc/ioports > "$PYSCHED_PROC_DIR/ioports"
+    for _d in /sys/bus/pci/devices/*; do
+        [ -e "$_d/vendor" ] || continue
+        _drv=$(readlink "$_d/driver" 2> /dev/null)
+        _drv=${_drv##*/}
+        _vdrv=
+        for _v in "$_d"/virtio*; do
+            if [ -e "$_v/driver" ]; then
+                _vdrv=$(readlink "$_v/driver")
+                _vdrv=${_vdrv##*/}
+            fi
+        done
+        echo "${_d##*/} $(cat "$_d/vendor") $(cat "$_d/device") $(cat "$_d/class")" \
+            "${_drv:--} ${_vdrv:--}"
+    done > "$PYSCHED_PROC_DIR/pci"
+}
+
 # proc_print WHEN: the snapshot on the console, each file under its "=== ... ===" header.
 proc_print() {
+    if [ "$1" = before ] && [ -e "$PYSCHED_PROC_DIR/iomem" ]; then
+        echo "=== /proc/iomem before ==="
+        cat "$PYSCHED_PROC_DIR/iomem"
+        echo "=== /proc/ioports before ==="
+        cat "$PYSCHED_PROC_DIR/ioports"
+        echo "=== /sys/bus/pci before ==="
+        cat "$PYSCHED_PROC_DIR/pci"
+    fi
     echo "=== /proc/interrupts $1 ==="
     cat "$PYSCHED_PROC_DIR/interrupts.$1"
     echo "=== /proc/stat $1 ==="

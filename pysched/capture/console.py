@@ -18,6 +18,9 @@ both snapshots once it has closed, so that the console shows, for a ``--cmd`` ru
 
 (a workload prints its own lines before and after). Traces made before that change show the
 "before" snapshots between ``BEGIN`` and the command's output; the functions here read both.
+The "before" snapshots start with the guest's devices, ``=== /proc/iomem before ===``,
+``=== /proc/ioports before ===`` and ``=== /sys/bus/pci before ===`` (one line per PCI device;
+:mod:`pysched.capture.devices`), in traces recorded since the plugin wrote ``device_requests``.
 
 The serial console ends lines with ``\\r\\n`` and the firmware's escape sequences may share a
 line with the first marker, so markers are searched for, not matched as whole lines.
@@ -30,7 +33,11 @@ BEGIN_MARK = "=== PYSCHED BEGIN ==="
 #: The start of the guest's last line, ``=== PYSCHED EXIT <rc> ===``.
 EXIT_MARK = "=== PYSCHED EXIT"
 _EXIT_RE = re.compile(r"=== PYSCHED EXIT (-?\d+) ===")
-_HEADER_RE = re.compile(r"^=== (/proc/(?:interrupts|stat)) (before|after) ===\s*$")
+_HEADER_RE = re.compile(
+    r"^=== (/proc/(?:interrupts|stat|iomem|ioports)|/sys/bus/pci) (before|after) ===\s*$")
+#: The key prefix of each snapshot in :func:`proc_sections`.
+_SECTION_KIND = {"/proc/interrupts": "interrupts", "/proc/stat": "stat",
+                 "/proc/iomem": "iomem", "/proc/ioports": "ioports", "/sys/bus/pci": "pci"}
 # A /proc/stat line: a key ("cpu", "cpu0", "intr", "procs_running", ...) then numbers.
 _STAT_LINE_RE = re.compile(r"^[a-z_]+\d*(?:\s+\d+)+\s*$")
 _ANSI_RE = re.compile(r"\x1b(?:\[[0-9;?]*[A-Za-z]|[@-Z\\-_c])")
@@ -39,7 +46,7 @@ _ANSI_RE = re.compile(r"\x1b(?:\[[0-9;?]*[A-Za-z]|[@-Z\\-_c])")
 def _snapshot_end(lines: list[str], i: int, kind: str) -> int:
     """Where a ``/proc`` snapshot whose first line is ``lines[i]`` ends (the index after it).
 
-    An interrupts snapshot ends at the next ``===`` line. The command's output follows the
+    An interrupts (or device) snapshot ends at the next ``===`` line. The command's output follows the
     "stat" snapshot with no marker between them, so that one ends after its ``softirq`` line
     (the last line of ``/proc/stat``) or at the first line that is not ``key number...``.
     """
@@ -89,7 +96,7 @@ def guest_exit_status(text: str) -> int | None:
 
 
 def proc_sections(text: str) -> dict[str, str | None]:
-    """The raw ``/proc/interrupts`` and ``/proc/stat`` snapshots the guest printed.
+    """The raw ``/proc/interrupts``, ``/proc/stat`` and device snapshots the guest printed.
 
     Parameters
     ----------
@@ -99,9 +106,10 @@ def proc_sections(text: str) -> dict[str, str | None]:
     Returns
     -------
     dict
-        Keys ``interrupts_before``, ``stat_before``, ``interrupts_after``, ``stat_after``;
-        values are the section text (newline-terminated) or None when not found. "before" is
-        the first such section in the log, "after" the last one.
+        Keys ``interrupts_before``, ``stat_before``, ``interrupts_after``, ``stat_after``,
+        ``iomem_before``, ``ioports_before``, ``pci_before``; values are the section text
+        (newline-terminated) or None when not found. "before" is the first such section in
+        the log, "after" the last one.
 
     Notes
     -----
@@ -113,6 +121,9 @@ def proc_sections(text: str) -> dict[str, str | None]:
         "stat_before": None,
         "interrupts_after": None,
         "stat_after": None,
+        "iomem_before": None,
+        "ioports_before": None,
+        "pci_before": None,
     }
     i = 0
     while i < len(lines):
@@ -120,7 +131,7 @@ def proc_sections(text: str) -> dict[str, str | None]:
         if not m:
             i += 1
             continue
-        kind = "interrupts" if m.group(1) == "/proc/interrupts" else "stat"
+        kind = _SECTION_KIND[m.group(1)]
         key = f"{kind}_{m.group(2)}"
         j = _snapshot_end(lines, i + 1, kind)
         body = lines[i + 1:j]

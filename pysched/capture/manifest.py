@@ -16,6 +16,9 @@ manifest without it was recorded on the host's clock): ``source`` (``insns`` or 
 ``icount`` (QEMU's ``-icount`` value), ``machine_insn_rate`` and ``insn_rate_per_vcpu``
 (instructions a guest second, for the machine and for each vCPU while all run) and ``hz`` (the
 guest kernel's CONFIG_HZ, None when unknown); see :mod:`pysched.capture.clock`.
+Manifests written since the plugin records ``device_requests`` also hold ``devices`` (not
+required; None when the guest printed none): the guest's I/O ranges and PCI devices read just
+before the region (:mod:`pysched.capture.devices`).
 
 ``pysched trace`` writes the manifest last, under a temporary name renamed over
 ``manifest.json``: a trace directory without one was not finished (the run was killed or
@@ -34,6 +37,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from pysched.capture import console as con
+from pysched.capture.devices import manifest_devices
 from pysched.capture import guest as gst
 from pysched.capture import qemu as qm
 
@@ -279,7 +283,9 @@ def build_manifest(
     dict
         JSON-ready manifest with every key of :data:`REQUIRED_KEYS`. ``interrupts``/``stat``
         hold ``before`` and ``after`` snapshots, each ``{"raw": text, "counts"|"fields":
-        parsed}`` or None when the guest did not print it. ``image`` is None for the busybox
+        parsed}`` or None when the guest did not print it. ``devices`` is the guest's I/O
+        ranges and PCI devices read before the region (:mod:`pysched.capture.devices`), None
+        when it printed none. ``image`` is None for the busybox
         guest, else the disk image, its recipe hash and its packages.
     """
     sections = con.proc_sections(console_text)
@@ -338,6 +344,7 @@ def build_manifest(
             "before": stat(sections["stat_before"]),
             "after": stat(sections["stat_after"]),
         },
+        "devices": manifest_devices(sections),
         "kernel_symbols": dict(kernel_symbols or {}),
         "image": image,
         "peer": mon.get("peer"),

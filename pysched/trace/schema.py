@@ -51,6 +51,12 @@ WAKE_DONE = 3  # ttwu_do_wakeup(rq, p, ...): the wake-up took effect (p is TASK_
 WAKE_SYMBOLS: dict[int, str] = {WAKE_TTWU: "try_to_wake_up", WAKE_NEW: "wake_up_new_task",
                                 WAKE_DONE: "ttwu_do_wakeup"}
 
+#: device_requests.space: where the write went (qemu-plugin/README.md, ``device_requests``).
+SPACE_MMIO = 0  # memory-mapped I/O: paddr is the guest-physical address
+SPACE_PORT = 1  # port I/O (``out``): paddr is the port
+#: device_requests.region of a port write (no QEMU memory region names it).
+REGION_NONE: int = 2**16 - 1
+
 # Part file names: static tables ``NNNNNN.parquet``, per-vCPU tables ``vVVV-NNNNNN.parquet``.
 STATIC_PART_RE = re.compile(r"^(\d+)\.parquet$")
 VCPU_PART_RE = re.compile(r"^v(\d+)-(\d+)\.parquet$")
@@ -112,6 +118,11 @@ _SPECS = [
     TableSpec("wakeups", pa.schema(_COMMON + [
         ("woken", _u64), ("waker", _u64), ("kind", _u8),
     ]), per_vcpu=True, required=False),
+    # Optional: traces recorded before the plugin wrote it have none.
+    TableSpec("device_requests", pa.schema(_COMMON + [
+        ("paddr", _u64), ("space", _u8), ("size", _u8), ("value", _u64), ("region", _u16),
+        ("pc", _u64),
+    ]), per_vcpu=True, required=False),
     TableSpec("mem", pa.schema([
         ("icount", _u64), ("paddr", _u64), ("size", _u8), ("store", _u8),
     ]), per_vcpu=True, required=False),
@@ -121,7 +132,8 @@ _SPECS = [
 TABLES: dict[str, TableSpec] = {spec.name: spec for spec in _SPECS}
 
 #: Per-vCPU tables whose rows carry ``icount``/``exec_row``/``time_ns``.
-EVENT_TABLES: tuple[str, ...] = ("syscalls", "interrupts", "switches", "markers", "wakeups")
+EVENT_TABLES: tuple[str, ...] = ("syscalls", "interrupts", "switches", "markers", "wakeups",
+                                 "device_requests")
 
 #: The lock file in a trace directory while ``pysched trace`` writes it.
 CAPTURE_LOCK = ".pysched-trace.lock"

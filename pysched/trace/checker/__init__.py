@@ -27,6 +27,8 @@ Checks (each listed in the output with its violations, at most ``--limit`` shown
              (:mod:`.timer`).
 ``wakeups``  (f) wake-up rows enter their kind's function, name a task, and a wake-up's
              effect follows a call for its task (see :func:`.order.check_wakeups`).
+``devices``  (h) ``device_requests`` rows belong to vCPUs of the trace and hold possible
+             values (:mod:`.devices`); their order and place in the stream are check ``icount``'s.
 ``user_pcs`` (g) interrupt and exception returns to user mode resume at the recorded PC
              (:func:`.vcpu.check_user_returns`), for traces whose plugin recorded user blocks
              where they ran (``plugin.json`` ``user_pcs: "run"``); older traces get an info
@@ -47,6 +49,7 @@ import pyarrow as pa
 from pysched._argtypes import int_at_least
 
 from ..blockindex import block_index
+from .devices import check_devices
 from .order import check_markers, check_syscalls, check_wakeups
 from .health import check_health
 from .timer import check_timer
@@ -156,6 +159,7 @@ def check_trace(trace: Trace, limit: int = 20) -> Report:
     check_markers(markers, trace.roi, report,
                   int((trace.plugin_info or {}).get("roi_insns_ends", 0) or 0))
     check_wakeups(streams, idx, trace.plugin_info, report)
+    check_devices(trace, report)
     _locate_first_executions(trace, report, vcpus)
     report.summary = _summary(trace, totals)
     return report

@@ -4,7 +4,7 @@ Notation: ``S[r]`` is the number of instructions retired by exec rows before ``r
 :func:`pysched.trace.expand.block_start_icount`). Events recorded at a block boundary
 (interrupt entries, context switches) have ``icount == S[exec_row]``. Events recorded by an
 instruction callback inside block ``exec_row - 1`` (system call entries and returns, interrupt
-returns, markers) count that instruction, so ``S[exec_row-1] < icount <= S[exec_row]`` and the
+returns, markers, device requests) count that instruction, so ``S[exec_row-1] < icount <= S[exec_row]`` and the
 instruction at stream index ``icount - 1`` is the one that raised the event. A ROI begin is
 either (with ``roi=marker`` it is recorded at the block boundary where recording starts).
 """
@@ -37,6 +37,7 @@ from ..schema import (
 )
 
 ICOUNT = "icount"
+DEVICE_REQUESTS = "device_requests"
 USER_PCS = "user_pcs"
 
 # How an event's icount relates to S (see the module docstring).
@@ -167,6 +168,8 @@ def _expected_insn(name: str, t: pa.Table) -> tuple[np.ndarray, np.ndarray | Non
         return want, _col(t, "handler")
     if name == "markers":
         want[_col(t, "kind") != MARKER_BEGIN] = FLAG_MARKER
+    if name == DEVICE_REQUESTS:  # a store or `out`: no flag, its address only
+        return want, _col(t, "pc")
     return want, None
 
 
@@ -211,13 +214,14 @@ def _check_table(name: str, t: pa.Table, vs: VcpuStreams, idx: BlockIndex,
 
     # The instruction at icount-1 must be the one that raised an instruction event.
     want, addr = _expected_insn(name, t)
-    probe = inside & ok & in_block & (want != 0)
+    raised = (want != 0) | (name == DEVICE_REQUESTS)  # rows an instruction raised
+    probe = inside & ok & in_block & raised
     sel = np.flatnonzero(probe)
     at = idx.start[vs.pos[i_before[sel]]] + (icount[sel] - 1 - s_before[sel])
     flags = np.zeros(len(r), dtype=np.uint8)
     where = np.zeros(len(r), dtype=np.uint64)
     flags[sel], where[sel] = idx.insn_flags[at], idx.insn_vaddr[at]
-    report.add_mask(ICOUNT, probe & ((flags & want) == 0), lambda i: (
+    report.add_mask(ICOUNT, probe & (want != 0) & ((flags & want) == 0), lambda i: (
         loc(i), f"the instruction at icount-1 ({where[i]:#x}, flags {flags[i]:#x}) lacks "
                 f"flag {want[i]:#x}"))
     if addr is not None:
