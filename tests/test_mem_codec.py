@@ -16,31 +16,48 @@ from pysched.capture.compact import compact_trace
 from pysched.trace.checker import check_trace
 from pysched.trace.errors import TraceError
 from pysched.trace.mem_codec import (
+    MAX_GAP,
     META_FIRST_ICOUNT,
     MEM_SITE_DELTA,
-    _site_codec,
+    ExecRows,
     decode_mem,
     encode_mem,
-    instruction_pcs,
 )
 from pysched.trace.reader import open_trace
 
 M64 = (1 << 64) - 1
 
 
-def twin_deltas(icount: list[int], pc: list[int], paddr: list[int], slots: int) -> list[int]:
-    """Each address minus its prediction, modulo 2**64, with a dict for the site table."""
-    last: dict[tuple[int, int], int] = {}
-    out, prev, rank = [], 0, 0
-    for i, (ic, p, a) in enumerate(zip(icount, pc, paddr)):
-        rank = rank + 1 if i and ic == icount[i - 1] else 0
-        site = (p, min(rank, 7))
-        pred = last.get(site, prev)
-        out.append((a - pred) & M64)
+def zz(d: int) -> int:
+    d &= M64
+    return ((d << 1) & M64) ^ (M64 if d >> 63 else 0)
+
+
+def twin_encode(icount: list[int], kind: list[int], paddr: list[int], pc_of: dict[int, int],
+                slots: int) -> tuple[list[int], list[int], list[int]]:
+    """The residuals, the slow way: dicts for the site table, Python integers mod 2**64."""
+    last: dict[tuple[int, int], tuple[int, int]] = {}   # site -> (address, kind)
+    next_gap: dict[tuple[int, int], int] = {}            # site -> gap that followed it
+    gaps, kinds, deltas = [], [], []
+    prev_addr, prev_site, rank = 0, None, 0
+    for i, (ic, k, a) in enumerate(zip(icount, kind, paddr)):
+        g = ic - icount[i - 1] if i else 0
+        pg = next_gap.get(prev_site, 0) if prev_site in last else 0
+        gaps.append(zz(g - pg) if i else 0)
+        rank = rank + 1 if i and g == 0 else 0
+        site = (pc_of.get(ic, 0), min(rank, 7))
+        pa_, pk = last.get(site, (prev_addr, 0))
+        kinds.append(k ^ pk)
+        deltas.append(zz(a - pa_))
+        if prev_site in last:
+            next_gap[prev_site] = g
         if site in last or 2 * len(last) < slots:
-            last[site] = a
-        prev = a
-    return out
+            last[site] = (a, k)
+            prev_site = site
+        else:
+            prev_site = None
+        prev_addr = a
+    return gaps, kinds, deltas
 
 
 def mem_table(icount: list[int], paddr: list[int], size: list[int], store: list[int]) -> pa.Table:
@@ -50,57 +67,59 @@ def mem_table(icount: list[int], paddr: list[int], size: list[int], store: list[
 
 @st.composite
 def accesses(draw: st.DrawFn) -> tuple[pa.Table, np.ndarray]:
+    """Sorted accesses over a stream of ``len(pcs)`` one-instruction rows (some past its end)."""
     n = draw(st.integers(0, 60))
-    gaps = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
-    first = draw(st.integers(0, 1 << 40))
-    icount = list(np.cumsum([first] + gaps[1:])) if n else []
-    sites = draw(st.lists(st.sampled_from([0x401000, 0x401004, tf.KBASE + 0x10, 0]),
-                          min_size=n, max_size=n))
-    pc_of = {}
-    pcs = [pc_of.setdefault(int(ic), s) for ic, s in zip(icount, sites)]  # one pc an instruction
+    pcs = np.array(draw(st.lists(st.sampled_from([0x401000, 0x401004, tf.KBASE + 0x10, 0]),
+                                 min_size=1, max_size=40)), np.uint64)
+    icount = sorted(draw(st.lists(st.integers(0, len(pcs) + 3), min_size=n, max_size=n)))
     base = draw(st.sampled_from([0x1000, 0x7FFF_F000, M64 - 64]))
     paddr = [(base + draw(st.integers(-64, 4096))) & M64 if draw(st.booleans()) else
              draw(st.sampled_from([0, M64, 1 << 63])) for _ in range(n)]
     size = draw(st.lists(st.sampled_from([1, 2, 4, 8, 16, 64]), min_size=n, max_size=n))
     store = draw(st.lists(st.integers(0, 1), min_size=n, max_size=n))
-    return mem_table([int(i) for i in icount], paddr, size, store), np.array(pcs, np.uint64)
+    return mem_table(icount, paddr, size, store), pcs
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(accesses(), st.sampled_from([2, 4, 1 << 10]))
 def test_kernel_matches_twin_and_round_trips(case: tuple[pa.Table, np.ndarray], slots: int) -> None:
     table, pcs = case
-    icount = table.column("icount").to_numpy().astype(np.uint64)
-    paddr = table.column("paddr").to_numpy().astype(np.uint64)
-    bits = slots.bit_length() - 1
-    got = _site_codec(icount, pcs, paddr, False, bits)
-    assert got.tolist() == twin_deltas(icount.tolist(), pcs.tolist(), paddr.tolist(), slots)
-    assert _site_codec(icount, pcs, got, True, bits).tolist() == paddr.tolist()
-    enc = encode_mem(table, pcs, slots)
-    first = int(icount[0]) if len(icount) else 0
-    assert decode_mem(enc, first, pcs, slots).equals(table)
+    rows = ExecRows.flat(pcs)
+    enc = encode_mem(table, rows, slots)
+    d = table.to_pydict()
+    kind = [s | (st_ << 7) for s, st_ in zip(d["size"], d["store"])]
+    want = twin_encode(d["icount"], kind, d["paddr"], dict(enumerate(pcs.tolist())), slots)
+    assert (enc.column("gap").to_pylist(), enc.column("kind").to_pylist(),
+            enc.column("pdelta").to_pylist()) == want
+    first = d["icount"][0] if d["icount"] else 0
+    assert decode_mem(enc, first, rows, slots).equals(table)
 
 
-def test_a_stride_costs_nothing_after_the_first() -> None:
-    # one instruction walking an array, another re-reading one stack slot, interleaved
+def test_predictable_accesses_cost_nothing_after_the_first() -> None:
+    # a loop of two instructions: one walks an array, one re-reads a stack slot
     n = 100
     icount = np.repeat(np.arange(n, dtype=np.uint64) * 2, 2)
     pcs = np.tile(np.array([0x401000, 0x401008], np.uint64), n)
     paddr = np.ravel(np.column_stack([0x10000 + 8 * np.arange(n), np.full(n, 0x7000)]))
-    enc = encode_mem(mem_table(icount.tolist(), paddr.tolist(), [8] * 2 * n, [0] * 2 * n),
-                     pcs)
-    z = enc.column("pdelta").to_numpy()
-    # after the first two, the slot's delta is 0 and the array's is +8 (zigzag 16)
-    assert set(z[4::2].tolist()) == {16} and set(z[3::2].tolist()) == {0}
+    table = mem_table(icount.tolist(), paddr.tolist(), [8] * 2 * n, [0, 1] * n)
+    enc = encode_mem(table, ExecRows.flat(pcs))
+    z, k, g = (enc.column(c).to_numpy() for c in ("pdelta", "kind", "gap"))
+    # after the first iteration: the array's delta is +8 (zigzag 16), the slot's 0; kinds
+    # and gaps as predicted
+    assert set(z[2::2].tolist()) == {16} and set(z[3::2].tolist()) == {0}
+    assert set(k[2:].tolist()) == {0} and set(g[4:].tolist()) == {0}
 
 
 def test_encoding_refuses_what_it_cannot_hold() -> None:
+    rows = ExecRows.flat(np.zeros(4, np.uint64))
     with pytest.raises(ValueError, match="icount order"):
-        encode_mem(mem_table([5, 3], [0, 0], [8, 8], [0, 0]), np.zeros(2, np.uint64))
-    with pytest.raises(ValueError, match="uint32"):
-        encode_mem(mem_table([0, 1 << 33], [0, 0], [8, 8], [0, 0]), np.zeros(2, np.uint64))
+        encode_mem(mem_table([5, 3], [0, 0], [8, 8], [0, 0]), rows)
+    with pytest.raises(ValueError, match="more than the encoding holds"):
+        encode_mem(mem_table([0, MAX_GAP + 1], [0, 0], [8, 8], [0, 0]), rows)
+    with pytest.raises(ValueError, match="128"):
+        encode_mem(mem_table([0], [0], [128], [0]), rows)
     with pytest.raises(ValueError, match="power of two"):
-        encode_mem(mem_table([0], [0], [8], [0]), np.zeros(1, np.uint64), slots=3)
+        encode_mem(mem_table([0], [0], [8], [0]), rows, slots=3)
 
 
 def _trace_with_accesses(tmp_path: Path) -> Path:
@@ -135,14 +154,18 @@ def test_compacted_trace_reads_the_same_rows(tmp_path: Path) -> None:
     assert {p.name: p.stat().st_size for p in (root / "mem").glob("*.parquet")} == sizes
 
 
-def test_instruction_pcs_are_the_expanded_streams(tmp_path: Path) -> None:
+def test_exec_rows_give_the_expanded_streams(tmp_path: Path) -> None:
     f = tf.sample()
-    root = f.write(tmp_path / "t")
-    trace = open_trace(root)
+    f.rows_per_part = 3
+    trace = open_trace(f.write(tmp_path / "t"))
     for v in (0, 1):
+        rows = ExecRows.of(trace, v)
         want = f.expected_pcs(v)
-        got = instruction_pcs(trace, v, np.arange(len(want) + 2))
-        assert got[:len(want)].tolist() == want and got[len(want):].tolist() == [0, 0]
+        assert rows.row_start[-1] == len(want)
+        got = [int(rows.insn_vaddr[rows.row_insn0[r] + i - rows.row_start[r]])
+               for i in range(len(want))
+               for r in [int(np.searchsorted(rows.row_start, i, side="right")) - 1]]
+        assert got == want
 
 
 def test_a_damaged_encoded_part_is_refused_by_name(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ smaller. The rows, the column type, the one row group per file and the ``pysched
 metadata stay as they were, so every reader and ``pysched check`` see the same trace.
 
 The ``mem`` parts (data accesses) are re-written in the site-delta encoding of
-:mod:`pysched.trace.mem_codec` (about 2.6 times smaller), checked to decode to the same rows
+:mod:`pysched.trace.mem_codec` (2.5-3.5 times smaller), checked to decode to the same rows
 before they replace the plugin's.
 
 ``pysched trace --compact`` does it after the run; the shipped traces in ``data/`` are
@@ -88,9 +88,9 @@ def compact_mem_part(trace: Trace, part: Part, level: int = DEFAULT_LEVEL) -> tu
     plain = pq.ParquetFile(part.path).read()  # its key/value metadata comes along
     assert part.vcpu is not None
     icount = plain.column("icount").to_numpy()
-    pcs = mem_codec.instruction_pcs(trace, part.vcpu, icount)
-    encoded = mem_codec.encode_mem(plain, pcs)
-    back = mem_codec.decode_mem(encoded, int(icount[0]) if len(icount) else 0, pcs)
+    rows = mem_codec.ExecRows.of(trace, part.vcpu)
+    encoded = mem_codec.encode_mem(plain, rows)
+    back = mem_codec.decode_mem(encoded, int(icount[0]) if len(icount) else 0, rows)
     if not all(np.array_equal(back.column(c).to_numpy(), plain.column(c).to_numpy())
                for c in ("icount", "paddr", "size", "store")):
         raise ValueError(f"{part.path}: the compact encoding does not decode to the same rows; "

@@ -317,14 +317,12 @@ class Trace:
 
     def _decode_mem(self, part: Part, encoded: pa.Table) -> pa.Table:
         assert part.icount_range is not None and part.vcpu is not None
-        first = part.icount_range[0]
         try:
-            pcs = mem_codec.instruction_pcs(self, part.vcpu,
-                                            mem_codec.decoded_icount(encoded, first))
+            rows = mem_codec.ExecRows.of(self, part.vcpu)
         except TraceError as exc:
             raise TraceError(f"{part.path}: the encoded mem part needs vCPU {part.vcpu}'s "
                              f"instructions, which cannot be read: {exc}") from exc
-        return mem_codec.decode_mem(encoded, first, pcs)
+        return mem_codec.decode_mem(encoded, part.icount_range[0], rows)
 
     def window(self, name: str, vcpu: int, lo: int, hi: int,
                column: str = "icount") -> pa.Table:
