@@ -22,12 +22,13 @@ DEMO_OUT ?= out/demo
 WORKLOAD ?=
 TRACE_OUT ?= out/$(WORKLOAD)
 TRACE_ARGS ?=
-# The shipped traces: each vCPU at least 20 epochs of 6 M instructions (125 M > 120 M), exec
-# parts re-encoded at zstd 19 to stay under 25 MB a trace. pysched trace's default guest clock
-# applies (--clock insns: QEMU -icount shift=0, 500 M instructions a guest second per vCPU on
-# 2 vCPUs; README.md, Guest time); the traces shipped in data/ predate it.
+# The study traces: every data access, 40 M instructions a vCPU (at least 10 complete 3 ms
+# epochs of the sandbox at 2X on 8 cores: 8 copies of each 2-vCPU trace), exec and mem parts
+# re-encoded at zstd 19 to stay under 25 MB a trace (data/README.md). pysched trace's default
+# guest clock applies (--clock insns: QEMU -icount shift=0, 500 M instructions a guest second
+# per vCPU on 2 vCPUs; README.md, Guest time).
 DATA_WORKLOADS := find iscp oscp apache dss filesrv mailsrv oltp
-DATA_ARGS := --vcpus 2 --roi-insns 130M --compact 19
+DATA_ARGS := --vcpus 2 --roi-insns 40M --data-accesses --compact 19
 # One short trace with data accesses (the mem table, about 0.54 byte an instruction) for the
 # cache models' d-cache side and benchmark: 14 M instructions a vCPU keep it under 20 MB.
 DATA_MEM_WORKLOAD := dss
