@@ -9,7 +9,7 @@ import pytest
 
 from pysched.cli import main
 from pysched.studies.ablation import (FACTORS, AblationError, configurations, parse_factor,
-                                      points)
+                                      points, read_verdicts)
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -87,6 +87,13 @@ def test_ablate_writes_its_tables_and_resumes(tmp_path, capsys):
             "policy_switch_share", "baseline_icache_os"} <= set(df.columns)
     text = (out / "ablation.md").read_text()
     assert text.startswith("# Ablation: schedtask against linux")
+    # its one line, for a study's headline, agrees with ablation.md's verdict
+    why = read_verdicts([out])
+    assert list(why) == ["schedtask"] and "over linux at the defaults (1 traces)" in why["schedtask"]
+    factor = text.split("The factor that moves it most: ")[1].split(" (")[0]
+    assert f"the rule that moves it most: {factor} (" in why["schedtask"]
+    with pytest.raises(AblationError, match=f"{tmp_path / 'none' / 'ablation.csv'}"):
+        read_verdicts([tmp_path / "none"])
     capsys.readouterr()
     assert main(args) == 0  # a re-run resumes: nothing left to run
     assert "0 to run" in capsys.readouterr().err

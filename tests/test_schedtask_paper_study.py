@@ -109,6 +109,11 @@ def test_the_summary_opens_with_the_verdict_beside_the_paper():
     # a window is said in the headline, once
     window = summary_markdown(runs.assign(complete=False, epochs=5), headline=headline_markdown)
     assert window.count("the first 5 epochs of each replay") == 1
+    # the ablation's reason beside the policy it ablated; without one, how to get it, once
+    assert head.count("Why each policy wins or loses is not measured in this run") == 1
+    why = headline_markdown(runs, reasons={"schedtask": "+2.0 % over linux (x)"})
+    assert "- SchedTask: +21.0 % (paper +22.79 %). Why: +2.0 % over linux (x)" in why
+    assert "(`steal=any`): +10.0 % (paper +22.79 %)\n" in why and "not measured" not in why
 
 
 def test_the_grid_is_every_policy_at_every_load_and_the_variants_at_2x():

@@ -223,6 +223,63 @@ def _pct(x: float, sign: bool = False) -> str:
     return f"{100 * x:+.1f} %" if sign else f"{100 * x:.1f}"
 
 
+def _gains(df: pd.DataFrame) -> tuple[pd.Series, float, tuple[tuple[str, str], float] | None]:
+    """Per configuration the geometric mean over the traces of (1 + gain) minus one; the gain
+    at the defaults; the configuration (other than the paper's) that moves it most, with how
+    much (None when there is none)."""
+    g = (df.assign(lg=np.log1p(df["gain"]))
+         .groupby(["factor", "setting"], sort=False)["lg"].mean().map(np.expm1))
+    base = float(g.get(("defaults", "-"), np.nan))
+    moved = (g - base).drop(("defaults", "-"), errors="ignore").drop("paper", level=0,
+                                                                     errors="ignore")
+    if not len(moved):
+        return g, base, None
+    return g, base, max(moved.items(), key=lambda kv: abs(kv[1]) if np.isfinite(kv[1]) else -1)
+
+
+def verdict(df: pd.DataFrame) -> str:
+    """The ablation's reason in one line: the gain at the defaults and the factor that moves
+    it most (an ``ablation.csv`` of one policy against one baseline)."""
+    if df.empty:
+        return "no finished run"
+    g, base, most = _gains(df)
+    line = (f"{_pct(base, True)} over {df['baseline'].iloc[0]} at the defaults "
+            f"({df['trace'].nunique()} traces)")
+    if most is None:
+        return line
+    (f, s), d = most
+    return (f"{line}; the rule that moves it most: {f} = {s} ({_pct(g[(f, s)], True)}, "
+            f"{d * 100:+.1f} points)")
+
+
+def read_verdicts(dirs: Sequence[Path]) -> dict[str, str]:
+    """``{policy: "<verdict> (DIR/ablation.md)"}`` from the ``ablation.csv`` that
+    ``pysched ablate`` wrote into each directory.
+
+    Raises
+    ------
+    AblationError
+        Naming the file, when one is missing, unreadable or lacks a column.
+    """
+    out: dict[str, str] = {}
+    for d in dirs:
+        path = Path(d) / "ablation.csv"
+        try:
+            df = pd.read_csv(path)
+        except (OSError, ValueError) as exc:
+            raise AblationError(f"{path}: cannot read the ablation's table ({exc}); "
+                                "pysched ablate --out DIR writes it") from exc
+        missing = {"trace", "factor", "setting", "policy", "baseline", "gain"} - set(df)
+        if missing:
+            raise AblationError(f"{path}: not an ablation table (no column "
+                                f"{', '.join(sorted(missing))})")
+        # a policy factor changes the policy's parameters: group by its name
+        names = df["policy"].astype(str).str.partition(":")[0]
+        for name, part in df.groupby(names, sort=False):
+            out[str(name)] = f"{verdict(part)} ([ablation]({Path(d) / 'ablation.md'}))"
+    return out
+
+
 def markdown(df: pd.DataFrame, factors: Sequence[Factor], policy: str, baseline: str,
              cores: int, load: int, epochs: int | None, paper: dict[str, str]) -> str:
     """``ablation.md``: the verdict first (which factor moves the gain most), then per trace
@@ -234,16 +291,11 @@ def markdown(df: pd.DataFrame, factors: Sequence[Factor], policy: str, baseline:
              f"instructions per second), each configuration run for both.", ""]
     if df.empty:
         return "\n".join(lines + ["No finished run.", ""])
-    # geometric mean over the traces of (1 + gain), per configuration
-    g = (df.assign(lg=np.log1p(df["gain"]))
-         .groupby(["factor", "setting"], sort=False)["lg"].mean().map(np.expm1))
-    base = float(g.get(("defaults", "-"), np.nan))
-    moved = (g - base).drop(("defaults", "-"), errors="ignore").drop("paper", level=0,
-                                                                     errors="ignore")
+    g, base, most = _gains(df)
     lines += [f"Gain at the defaults (geometric mean over {df['trace'].nunique()} traces): "
               f"{_pct(base, True)}."]
-    if len(moved):
-        (f, s), d = max(moved.items(), key=lambda kv: abs(kv[1]) if np.isfinite(kv[1]) else -1)
+    if most is not None:
+        (f, s), d = most
         lines += [f"The factor that moves it most: {f} = {s} ({_pct(g[(f, s)], True)}, "
                   f"{d * 100:+.1f} points)."]
     pap = [(k, v) for k, v in g.items() if k[0] == "paper"]
@@ -278,4 +330,4 @@ def markdown(df: pd.DataFrame, factors: Sequence[Factor], policy: str, baseline:
 
 
 __all__ = ["AblationError", "Configuration", "FACTORS", "Factor", "configurations",
-           "markdown", "parse_factor", "points", "table"]
+           "markdown", "parse_factor", "points", "read_verdicts", "table", "verdict"]

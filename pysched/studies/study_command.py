@@ -58,6 +58,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "so a re-run into the same OUT resumes; runs.csv, epochs.parquet, "
                         "summary.md and figures are written when every run is stored")
     on_dask.add_arguments(s)
+    s.add_argument("--ablation", type=Path, action="append", default=[], metavar="DIR",
+                   help="a directory pysched ablate wrote (its ablation.csv): its one-line "
+                   "reason for the policy it ablated goes into the summary's headline; "
+                   "repeatable, one per policy")
     s.add_argument("--dry-run", action="store_true",
                    help="print the runs and which are stored, run nothing")
 
@@ -98,9 +102,11 @@ def run(args: argparse.Namespace) -> int:
         return err(str(e))
     if args.out.exists() and not args.out.is_dir():
         return err(f"--out {args.out} exists and is not a directory")
+    from .ablation import read_verdicts
     try:
         grid = _grid(args)
         todo = list(study.points(grid))
+        reasons = read_verdicts(args.ablation)
     except (TraceError, SweepSpecError, ValueError) as e:
         return err(str(e))
     if args.dry_run:
@@ -114,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         with locked_dir(args.out):
             if status := on_dask.run_points(todo, args.out, args, "study", err):
                 return status
-            print(study.summarise(grid, args.out))
+            print(study.summarise(grid, args.out, reasons=reasons))
     except OutputError as e:
         return err(str(e))
     return 0

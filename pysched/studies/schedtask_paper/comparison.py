@@ -12,6 +12,8 @@ setting differs (:data:`DIFFERENCES`) the summary says so beside them.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
@@ -489,10 +491,14 @@ def paper_loads(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[runs["load_unit"] == LOAD_MACHINE]
 
 
-def headline_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
+def headline_markdown(runs: pd.DataFrame, baseline: str = "linux",
+                      reasons: Mapping[str, str] | None = None) -> str:
     """The verdict the summary opens with: each technique's application performance over
-    ``baseline`` at 2X (geometric mean over the workloads) beside the paper's Fig 7, and the
-    traces no policy can make faster; empty when there is nothing to set beside the paper."""
+    ``baseline`` at 2X (geometric mean over the workloads) beside the paper's Fig 7, with the
+    reason ``pysched ablate`` gave for it (``reasons``, by policy name:
+    :func:`pysched.studies.ablation.read_verdicts`), and the traces no policy can make
+    faster; empty when there is nothing to set beside the paper."""
+    reasons = reasons or {}
     runs = paper_loads(runs)
     if baseline not in set(runs["policy"]):
         return ""
@@ -510,11 +516,16 @@ def headline_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
         for p in pols:
             name, _, spec = p.partition(":")
             ours = _pct(100 * geomean_change(x.loc[x["policy"] == p, "app_change"]))
+            why = f". Why: {reasons[name]}" if name in reasons and not spec else ""
             lines.append(f"- {TECHNIQUES[name]}{f' (`{spec}`)' if spec else ''}: {ours} % "
-                         f"(paper {FIG7_GEOMEAN[name]:+.2f} %)")
+                         f"(paper {FIG7_GEOMEAN[name]:+.2f} %){why}")
         lines.append("")
     if not lines:
         return ""
+    if not reasons:
+        lines += ["Why each policy wins or loses is not measured in this run: `pysched ablate "
+                  "TRACE... --policy P --baseline linux --out DIR` changes each rule of the "
+                  "model alone, and `--ablation DIR` puts its one-line reason here.", ""]
     bound = arrival_bound(runs, baseline)
     if bound:
         lines += [f"Arrival-bound (no policy can finish them sooner; see Why ours may differ): "

@@ -32,8 +32,9 @@ not stored, and the summary is written when every point is.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import pandas as pd
 
@@ -150,16 +151,18 @@ def results(grid: Grid, out: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return frames[0], frames[1]
 
 
-def summarise(grid: Grid, out: str | Path, baseline: str = "linux") -> str:
+def summarise(grid: Grid, out: str | Path, baseline: str = "linux",
+              reasons: Mapping[str, str] | None = None) -> str:
     """Write the study's results into ``out`` (``epochs.parquet``, ``runs.csv``, ``summary.md``
     with the paper beside ours, ``epochs.png``, ``paper-<cores>cores.png``) from its stored
-    points; returns the summary."""
+    points; returns the summary. ``reasons`` are the ablations' one-line verdicts by policy
+    name (:func:`pysched.studies.ablation.read_verdicts`), quoted in the headline."""
     out = Path(out)
     epochs, runs = results(grid, out)
     if runs.empty:
         raise ValueError(f"{out}: no finished point of the study")
     write(out, epochs, runs, baseline, sections=[comparison_markdown],
-          headline=headline_markdown)
+          headline=partial(headline_markdown, reasons=reasons))
     at_paper = paper_loads(runs)
     if baseline in set(at_paper["policy"]):
         r = with_changes(at_paper, baseline)
