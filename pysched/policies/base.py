@@ -40,18 +40,9 @@ import math
 from typing import TYPE_CHECKING
 
 from pysched.superfunctions.functype import Category
+from pysched.trace.schema import DEVICE_VECTORS
 
 _INTERRUPT = int(Category.INTERRUPT)
-
-#: x86 vectors of device interrupts, the ones an interrupt controller (I/O APIC redirection
-#: entry, MSI address) delivers to a CPU it can be programmed to choose: Linux
-#: ``arch/x86/include/asm/irq_vectors.h`` (the traced kernel, 6.1) gives
-#: ``FIRST_EXTERNAL_VECTOR`` (0x20) up to ``FIRST_SYSTEM_VECTOR`` (0xec, the local APIC
-#: timer), less 0x20 itself (``IRQ_MOVE_CLEANUP_VECTOR``, an IPI) and 0x80
-#: (``IA32_SYSCALL_VECTOR``). The others are per CPU: exceptions (0-31) are taken by the CPU
-#: that executes the faulting instruction, the local APIC timer (0xec) fires on its own CPU,
-#: and IPIs (0xf0-0xfe: reschedule, call-function, ...) go to the CPU their sender names.
-DEVICE_VECTORS = frozenset(range(0x21, 0xec)) - {0x80}
 
 #: CFS's default tunables (``kernel/sched/fair.c``): sched_latency and min_granularity at one
 #: CPU, scaled by ``1 + log2(min(cpus, 8))`` (``SCHED_TUNABLESCALING_LOG``).
