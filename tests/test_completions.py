@@ -209,7 +209,7 @@ def test_without_snapshots_or_devices_nothing_is_linked(tmp_path: Path) -> None:
     assert list(found.kicks.status) == ["unknown device"]
 
 
-@pytest.mark.parametrize("name", ["dss", "iscp"])
+@pytest.mark.parametrize("name", ["iscp", "oscp"])  # small, with kicks of both devices
 def test_invariants_on_a_shipped_trace(name: str) -> None:
     found = link_completions(open_trace(ROOT / "data" / name))
     assert (found.vectors.status == MAPPED).all()

@@ -121,8 +121,11 @@ def test_lib_region_over_background_copies(tmp_path: Path, shell: list[str]) -> 
         assert calls.pop(0).startswith("renice -n -15 -p ")
     assert calls == [f"roi-wait -t 3 -r {' '.join(pids)}"]
     heads = [ln for ln in out if ln.startswith("=== ")]
-    assert heads == [f"=== {f} {w} ===" for w in ("before", "after")
-                     for f in ("/proc/interrupts", "/proc/stat")]
+    # the devices once, before the region; interrupts and stat on both sides of it
+    assert heads == [f"=== {f} before ===" for f in ("/proc/iomem", "/proc/ioports",
+                                                     "/sys/bus/pci")] + \
+        [f"=== {f} {w} ===" for w in ("before", "after")
+         for f in ("/proc/interrupts", "/proc/stat")]
     for w in ("before", "after"):
         assert (tmp_path / "proc" / f"interrupts.{w}").read_text().split()[0] == "CPU0"
         assert "ctxt" in (tmp_path / "proc" / f"stat.{w}").read_text()
