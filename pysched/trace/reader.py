@@ -317,12 +317,18 @@ class Trace:
 
     def _decode_mem(self, part: Part, encoded: pa.Table) -> pa.Table:
         assert part.icount_range is not None and part.vcpu is not None
+        # Readers walk a stream in windows smaller than a part: keep the last part decoded.
+        last = self._cache.get("mem_decoded")
+        if last is not None and last[0] == part.path:
+            return last[1]
         try:
             rows = mem_codec.ExecRows.of(self, part.vcpu)
         except TraceError as exc:
             raise TraceError(f"{part.path}: the encoded mem part needs vCPU {part.vcpu}'s "
                              f"instructions, which cannot be read: {exc}") from exc
-        return mem_codec.decode_mem(encoded, part.icount_range[0], rows)
+        decoded = mem_codec.decode_mem(encoded, part.icount_range[0], rows)
+        self._cache["mem_decoded"] = (part.path, decoded)
+        return decoded
 
     def window(self, name: str, vcpu: int, lo: int, hi: int,
                column: str = "icount") -> pa.Table:
