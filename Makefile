@@ -38,10 +38,12 @@ DATA_INSNS_dss := 45M
 DATA_MEM_WORKLOAD := dss
 DATA_MEM_ARGS := --vcpus 2 --roi-insns 14M --data-accesses --compact 19
 
-# Seed 001's barrier program on 4 vCPUs (grid 1024: a sweep of about 2.3 M instructions a
-# thread between barriers), a region of 3 guest seconds; 30 s of warm-up so that the grids'
-# first-touch page faults (spinning on page-table locks under TCG) are over before it opens.
-SEED_ARGS_barrier := --param grid=1024 --vcpus 4 --roi-seconds 3 --warmup 30 --compact 19
+# Seed 001's barrier program on 4 vCPUs with its data accesses (grid 1024: a Jacobi sweep over
+# two 8 MiB grids, about 2.3 M instructions a thread between barriers), a region of 0.05 guest
+# seconds (250 M instructions a second per vCPU on 4 vCPUs: at most 12.5 M a vCPU); 5 guest
+# seconds of warm-up so that the grids' first-touch page faults are over before it opens.
+SEED_ARGS_barrier := --param grid=1024 --vcpus 4 --roi-seconds 0.05 --warmup 5 --data-accesses \
+    --compact 19
 # Seed 002 (notebooks/07-dvfs.ipynb): netserver answering 10 B, 100 kB and 1 MB requests and
 # apache, 15 M instructions a vCPU (about 3 MiB each).
 SEED_SHORT := --vcpus 2 --roi-insns 15M --compact 19
@@ -51,8 +53,10 @@ SEED_ARGS_netserver-1mb := netserver --param sizes=1000000 $(SEED_SHORT)
 SEED_ARGS_apache-short := apache $(SEED_SHORT)
 # Seed 003 (notebooks/06-cache-fair.ipynb): one pointer chase on one vCPU with its data
 # accesses (0.72 byte an instruction on chase-large: random addresses compress badly), 2 M
-# instructions; 5 s of warm-up so that the 64 MiB cycle is built before the region opens.
-SEED_CHASE := --param copies=1 --vcpus 1 --roi-insns 2M --data-accesses --warmup 5 --compact 19
+# instructions; 0.5 guest seconds (500 M instructions) of warm-up so that the 64 MiB cycle is
+# built before the region opens (chase-large: 91 s to record; 5 guest seconds with data
+# callbacks ran past the 600 s timeout).
+SEED_CHASE := --param copies=1 --vcpus 1 --roi-insns 2M --data-accesses --warmup 0.5 --compact 19
 SEED_ARGS_chase-large := chase-large $(SEED_CHASE)
 SEED_ARGS_chase-small := chase-small $(SEED_CHASE)
 SEED_ARGS_chase-mid := chase-large --param kib=2048 $(SEED_CHASE)

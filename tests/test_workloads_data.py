@@ -14,6 +14,7 @@ import pytest
 
 from pysched.capture.manifest import MANIFEST_VERSION, missing_keys
 from pysched.trace import open_trace
+from pysched.trace.symbol_files import open_text, system_map_in
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TRACES = sorted(p.parent for p in DATA.glob("*/manifest.json"))
@@ -21,10 +22,6 @@ TRACES = sorted(p.parent for p in DATA.glob("*/manifest.json"))
 #: each replay needs for 10 complete 3 ms epochs at 2X on 8 cores (data/README.md).
 STUDY_INSNS = {"find": 50_000_000, "dss": 45_000_000}
 STUDY_INSNS_DEFAULT = 40_000_000
-#: Study traces of the generation before data accesses and the instruction clock, still
-#: shipped while data/ is regenerated in parts: 20 epochs of 6 M instructions a vCPU, no
-#: ``mem`` table.
-OLD_STUDY_INSNS = 20 * 6_000_000
 MAX_TRACE_BYTES = 25 << 20
 #: the budget issue 13 set for data/ (160 MB), with the eight SchedTask workloads and the seed traces
 MAX_DATA_BYTES = 160_000_000
@@ -34,13 +31,15 @@ MEM_TRACES = {"dss-mem": ("dss", 14_000_000)}
 MAX_MEM_TRACE_BYTES = 20 << 20
 #: Traces of the other seeds' experiments (Makefile ``data-seeds``): directory -> (workload,
 #: fewest instructions per vCPU, with data accesses, vCPUs). They are kept short for the
-#: sandbox runs of their notebooks: exempt from the 20-epoch rule. barrier's region is bounded
-#: in guest seconds, so that every thread of the program is recorded over the same stretch (an
-#: instruction bound stops each vCPU on its own, and a barrier program's threads then run
-#: unsynchronised at the end); the others are bounded in instructions. The chase programs are
-#: single-threaded on one vCPU, with their data accesses (the shared cache is what seed 003 is
-#: about); chase-mid is chase-large's program over 2 MiB.
-SEED_TRACES = {"barrier": ("barrier", 40_000_000, False, 4),
+#: sandbox runs of their notebooks: exempt from the study traces' bound. barrier's region is
+#: bounded in guest seconds, so that every thread of the program is recorded over the same
+#: stretch (an instruction bound stops each vCPU on its own, and a barrier program's threads
+#: then run unsynchronised at the end): 0.05 guest s at 250 M instructions a second per vCPU
+#: is at most 12.5 M instructions a vCPU, fewer on a vCPU that idles at a barrier. The others
+#: are bounded in instructions. barrier and the chase programs carry their data accesses (the
+#: memory side is what seeds 001 and 003 are about); the chase programs are single-threaded
+#: on one vCPU; chase-mid is chase-large's program over 2 MiB.
+SEED_TRACES = {"barrier": ("barrier", 5_000_000, True, 4),
                **{f"netserver-{s}": ("netserver", 15_000_000, False, 2)
                   for s in ("10b", "100kb", "1mb")},
                "apache-short": ("apache", 15_000_000, False, 2),
@@ -80,8 +79,8 @@ def test_shipped_trace(trace: Path) -> None:
     seed = SEED_TRACES.get(trace.name)
     assert m["guest"] == "debian"
     assert m["workload"] == (mem_trace[0] if mem_trace else seed[0] if seed else trace.name)
-    old = m.get("guest_clock") is None  # recorded before the instruction clock
-    data = seed[2] if seed is not None else mem_trace is not None or not old
+    assert (m.get("guest_clock") or {}).get("source") == "insns", m.get("guest_clock")
+    data = seed[2] if seed is not None else True
     assert bool(m["data_accesses"]) == data
     assert m["vcpus"] == seed[3] if seed else 2 <= m["vcpus"] <= 4
     assert m["guest_exit_status"] == 0 and m["qemu_exit_status"] == 0
@@ -90,7 +89,10 @@ def test_shipped_trace(trace: Path) -> None:
     assert m["kernel_version"] and m["qemu_version"] and m["plugin_options"]
     assert (trace / "console.log").is_file()
     # Symbols travel with the trace: the kernel's map and the modules'.
-    sysmap = gzip.decompress((trace / "System.map.gz").read_bytes()).decode()
+    sysmap_path = system_map_in(trace)
+    assert sysmap_path is not None and sysmap_path.name == m["kernel_symbols"]["system_map"]
+    with open_text(sysmap_path) as f:
+        sysmap = f.read()
     for sym in ("__switch_to", "idt_table", "entry_SYSCALL_64"):
         assert f" {sym}\n" in sysmap
     assert "[ext4]" in gzip.decompress((trace / "modules.map.gz").read_bytes()).decode()
@@ -100,10 +102,10 @@ def test_shipped_trace(trace: Path) -> None:
     assert sorted(tr.vcpus) == list(range(m["vcpus"]))
     counts = {int(v): n for v, n in m["insns_per_vcpu"].items()}
     assert set(counts) == set(range(m["vcpus"]))
-    study = OLD_STUDY_INSNS if old else STUDY_INSNS.get(trace.name, STUDY_INSNS_DEFAULT)
+    study = STUDY_INSNS.get(trace.name, STUDY_INSNS_DEFAULT)
     least = mem_trace[1] if mem_trace else seed[1] if seed else study
     assert min(counts.values()) >= least, counts
-    if seed is None and not old:
+    if seed is None:
         assert m["roi_bound"]["insns_per_vcpu"] == (mem_trace[1] if mem_trace else study)
     if data:
         for v in tr.vcpus:

@@ -187,6 +187,8 @@ def _run_claimed(plan: RunPlan, args: argparse.Namespace) -> int:
     compacted = None
     if args.compact is not None and (out / "exec").is_dir():
         compacted = compact_trace(out, args.compact)
+        if "symbols" in compacted and kernel_symbols.get("system_map"):
+            kernel_symbols["system_map"] = compacted["symbols"]["system_map"]
     text = con.console_text((out / CONSOLE_LOG).read_bytes())
     roi_bound, shortfall, region_open = roi_bound_status(plan, args)
     failure = run_failure(plan, args, booted, text, shortfall, region_open)

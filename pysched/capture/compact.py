@@ -12,7 +12,8 @@ metadata stay as they were, so every reader and ``pysched check`` see the same t
 
 The ``mem`` parts (data accesses) are re-written in the site-delta encoding of
 :mod:`pysched.trace.mem_codec` (2.5-3.5 times smaller), checked to decode to the same rows
-before they replace the plugin's.
+before they replace the plugin's. The kernel's ``System.map.gz`` becomes ``System.map.xz``
+(:mod:`pysched.trace.symbol_files`).
 
 ``pysched trace --compact`` does it after the run; the shipped traces in ``data/`` are
 compacted.
@@ -28,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pysched.trace import mem_codec
+from pysched.trace.symbol_files import recompress_system_map
 from pysched.trace.reader import Part, Trace
 
 #: zstd level of re-encoded parts (9: about 0.2 s per 4 million rows on one core).
@@ -99,7 +101,7 @@ def compact_mem_part(trace: Trace, part: Part, level: int = DEFAULT_LEVEL) -> tu
 
 
 def compact_trace(trace_dir: Path, level: int = DEFAULT_LEVEL) -> dict[str, Any]:
-    """Re-encode every ``exec`` part of a trace directory.
+    """Re-encode every ``exec`` and ``mem`` part of a trace directory, and its kernel map.
 
     Parameters
     ----------
@@ -114,7 +116,8 @@ def compact_trace(trace_dir: Path, level: int = DEFAULT_LEVEL) -> dict[str, Any]
         ``{"table": "exec", "encoding": "BYTE_STREAM_SPLIT", "zstd_level": level,
         "parts": n, "bytes_before": b, "bytes_after": a}`` for the manifest, with
         ``"mem": {"encoding": ..., "parts": n, "bytes_before": b, "bytes_after": a}`` when
-        the trace has data accesses.
+        the trace has data accesses, and ``"symbols": {"system_map": "System.map.xz",
+        "bytes_before": b, "bytes_after": a}`` when its ``System.map.gz`` was re-written.
 
     Raises
     ------
@@ -144,6 +147,9 @@ def compact_trace(trace_dir: Path, level: int = DEFAULT_LEVEL) -> dict[str, Any]
         summary["mem"] = {"encoding": mem_codec.MEM_SITE_DELTA, "parts": len(sizes),
                           "bytes_before": sum(b for b, _ in sizes),
                           "bytes_after": sum(a for _, a in sizes)}
+    symbols = recompress_system_map(trace_dir)
+    if symbols is not None:
+        summary["symbols"] = symbols
     return summary
 
 

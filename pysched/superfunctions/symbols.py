@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import lzma
 import shutil
 from dataclasses import dataclass
 from functools import cached_property
@@ -25,11 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from pysched.trace import Trace, TraceError
+from pysched.trace.symbol_files import SYSTEM_MAP_NAMES, open_text
 
 #: Default location of the test guest's map (``make guest``).
 GUEST_SYSTEM_MAP = Path(__file__).resolve().parents[2] / "build" / "guest" / "System.map"
 GUEST_PACKAGE_VERSION = GUEST_SYSTEM_MAP.parent / "kernel-package-version"
-SYSTEM_MAP_NAMES = ("System.map", "System.map.gz")
 
 #: Handlers registered with ``open_softirq`` in Linux 5.x/6.x, in softirq-number order
 #: (HI, TIMER, NET_TX, NET_RX, BLOCK, IRQ_POLL, TASKLET, SCHED, HRTIMER, RCU). Newer kernels
@@ -199,7 +200,7 @@ class KernelSymbols:
 
     @classmethod
     def load(cls, path: str | Path, modules: str | Path | None = None) -> KernelSymbols:
-        """Read a ``System.map`` or gzip-compressed ``System.map.gz`` (and, optionally, a
+        """Read a ``System.map``, ``System.map.gz`` or ``System.map.xz`` (and, optionally, a
         modules map such as ``modules.map.gz``)."""
         text = _read_text(Path(path))
         mods = _read_text(Path(modules)) if modules is not None else None
@@ -235,16 +236,14 @@ class KernelSymbols:
 
 def _read_text(p: Path) -> str:
     try:
-        if p.suffix == ".gz":
-            with gzip.open(p, "rt") as fh:
-                return fh.read()
-        return p.read_text()
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        with open_text(p) as fh:
+            return fh.read()
+    except (OSError, EOFError, UnicodeDecodeError, lzma.LZMAError) as exc:
         raise TraceError(f"{p}: cannot read symbol map ({exc})") from exc
 
 
 def _candidates(root: Path) -> list[Path]:
-    """``System.map`` (plain or gzip) in the trace directory, then next to it."""
+    """``System.map`` (plain, gzip or xz) in the trace directory, then next to it."""
     return [d / n for d in (root, root.parent) for n in SYSTEM_MAP_NAMES]
 
 
@@ -261,7 +260,7 @@ def _guest_matches(trace: Trace) -> tuple[bool, str]:
 def find_system_map(trace: Trace, copy: bool = True) -> Path:
     """Locate the ``System.map`` of the kernel a trace was recorded on.
 
-    Looks for ``System.map`` or ``System.map.gz`` in the trace directory, then in its parent
+    Looks for ``System.map``, ``System.map.xz`` or ``System.map.gz`` in the trace directory, then in its parent
     (shipped traces keep one there), then falls back to the test guest's
     ``build/guest/System.map`` when the manifest's kernel package version is the guest's. On
     that fallback, a gzip copy is written into the trace directory (when it is writable) so

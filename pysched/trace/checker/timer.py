@@ -25,12 +25,12 @@ rate is not the clock's to answer for, and failing it would refuse every trace r
 """
 from __future__ import annotations
 
-import gzip
 from typing import Any
 
 import numpy as np
 
 from ..reader import Trace
+from ..symbol_files import open_text, system_map_in
 from .findings import Location, Report
 
 TIMER = "timer"
@@ -48,19 +48,16 @@ IDLE_TEXT = ("__cpuidle_text_start", "__cpuidle_text_end")
 
 
 def idle_text(trace: Trace) -> tuple[int, int] | None:
-    """The running kernel's ``.cpuidle.text`` from the trace's ``System.map`` or
-    ``System.map.gz`` (the traced boot's addresses); None without one or the symbols."""
+    """The running kernel's ``.cpuidle.text`` from the trace's ``System.map`` (plain, gzip or
+    xz: the traced boot's addresses); None without one or the symbols."""
     found: dict[str, int] = {}
-    for name, opener in (("System.map", open), ("System.map.gz", gzip.open)):
-        path = trace.path / name
-        if not path.is_file():
-            continue
-        with opener(path, "rt", errors="replace") as f:
+    path = system_map_in(trace.path)
+    if path is not None:
+        with open_text(path, errors="replace") as f:
             for line in f:
                 fields = line.split()
                 if len(fields) >= 3 and fields[2] in IDLE_TEXT:
                     found[fields[2]] = int(fields[0], 16)
-        break
     if len(found) < 2 or found[IDLE_TEXT[0]] >= found[IDLE_TEXT[1]]:
         return None
     return found[IDLE_TEXT[0]], found[IDLE_TEXT[1]]
