@@ -10,6 +10,7 @@ from pysched._argtypes import positive_float as _positive_float
 from pysched._argtypes import positive_int as _positive_int
 from pysched.policies.files import add_argument as add_policy_file_argument
 from pysched.constants import LOAD_COPIES, LOAD_MACHINE, LOAD_UNITS
+from pysched.sandbox.device_loop import DEVICE_TIMINGS
 from pysched.sandbox.switch_cost import SWITCH_COSTS, TRACED
 
 from .cache_command import add_no_cache
@@ -36,6 +37,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: each trace's own context-switch path run through the "
                         "core's caches, no extra for a move), 'flat' (seed 001's 1,000 "
                         "cycles each) or 'zero'; see pysched.sandbox.switch_cost")
+    p.add_argument("--device-timing", choices=DEVICE_TIMINGS, default=DEVICE_TIMINGS[0],
+                   help="'closed' (default): a device interrupt comes its traced latency after "
+                        "the simulated run of the request it answers (a network peer's packet "
+                        "its traced think time after the guest's transmit); 'traced': every "
+                        "interrupt at its traced time; see pysched.sandbox.device_loop")
     p.add_argument("--epoch-ms", type=_positive_float, default=3.0,
                    help="epoch length in simulated milliseconds (default 3, section 4.4; "
                         "`analyse --epoch-insns` is the same epoch in traced instructions)")
@@ -120,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
                                         cache=not args.no_cache))
             epochs, runs = evaluate(prepared, policies, args.cores, args.load, base=base,
                                     config={"epoch_s": args.epoch_ms / 1e3,
-                                            "max_epochs": args.epochs}, progress=say,
+                                            "max_epochs": args.epochs,
+                                            "device_timing": args.device_timing}, progress=say,
                                     run_progress=bar, load_unit=args.load_unit,
                                     switch_cost=args.switch_cost)
             write(tmp, epochs, runs)

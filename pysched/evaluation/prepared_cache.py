@@ -68,7 +68,8 @@ FORMAT = 1
 #: pysched sources (globs relative to the package) whose code builds a prepared trace.
 SOURCES = ("constants.py", "trace/*.py", "superfunctions/*.py", "models/codes.py",
            "models/caches/streams.py", "characterisation/scheduler.py",
-           "sandbox/workload.py", "sandbox/footprint.py", "sandbox/kernel_data.py",
+           "sandbox/workload.py", "sandbox/device_loop.py", "sandbox/footprint.py",
+           "sandbox/kernel_data.py",
            "sandbox/switch_cost.py", "sandbox/app_events.py",
            "evaluation/tree_codec.py", "evaluation/prepared_cache.py")
 #: Libraries whose version enters the key.

@@ -375,7 +375,7 @@ def _has_switches(t: PreparedTrace) -> bool:
 
 #: The :class:`SandboxConfig` fields of the model's rules that every run row records.
 MODEL_FIELDS = ("idle_retry", "tick_hz", "ipi_s", "kernel_data", "copy_phase", "phase_seed",
-                "ifetch_penalty")
+                "ifetch_penalty", "device_timing")
 
 
 def model_columns(cfg: SandboxConfig) -> dict:

@@ -45,7 +45,8 @@ def combine(parts: Sequence[tuple[Workload, Footprint]], name: str = "") -> tupl
     cols: dict[str, list] = {k: [] for k in (
         "kind", "task", "instance", "type_id", "category", "begins", "insns", "number",
         "release", "arrival_vcpu", "dep_item", "dep_offset", "run_ptr", "run_vcpu",
-        "run_start", "run_stop", "task_ptr", "task_items", "task_keys")}
+        "run_start", "run_stop", "task_ptr", "task_items", "task_keys", "req_item",
+        "req_offset", "req_delay")}
     fp_ic, fp_lines, fp_kind = {}, {}, {}
     vcpus: list[int] = []
     n_items = n_runs = n_tasks = n_inst = 0
@@ -61,10 +62,11 @@ def combine(parts: Sequence[tuple[Workload, Footprint]], name: str = "") -> tupl
         cols["instance"].append(w.instance + n_inst)
         cols["type_id"].append(tid[w.type_id])
         for f in ("category", "begins", "insns", "number", "release", "dep_offset",
-                  "run_start", "run_stop"):
+                  "run_start", "run_stop", "req_offset", "req_delay"):
             cols[f].append(getattr(w, f))
         cols["arrival_vcpu"].append(remap_v(w.arrival_vcpu) if len(w) else w.arrival_vcpu)
         cols["dep_item"].append(np.where(w.dep_item >= 0, w.dep_item + n_items, -1))
+        cols["req_item"].append(np.where(w.req_item >= 0, w.req_item + n_items, -1))
         cols["run_ptr"].append(w.run_ptr[(1 if k else 0):] + n_runs)
         cols["run_vcpu"].append(remap_v(w.run_vcpu) if len(w.run_vcpu) else w.run_vcpu)
         cols["task_ptr"].append(w.task_ptr[(1 if k else 0):] + int(sum(
@@ -90,7 +92,9 @@ def combine(parts: Sequence[tuple[Workload, Footprint]], name: str = "") -> tupl
         **{f: cat[f] for f in cols if f != "task_keys"}, types=types, type_category=type_cat,
         task_keys=cat["task_keys"],
         dependencies=deps.pop() if len(deps) == 1 else "mixed: " + ", ".join(sorted(deps)),
-        vcpus=vcpus, name=name or "+".join(w.name for w, _ in parts))
+        vcpus=vcpus, name=name or "+".join(w.name for w, _ in parts),
+        device_completions=sum(w.device_completions for w, _ in parts),
+        device_arrivals=sum(w.device_arrivals for w, _ in parts))
     out.validate()
     return out, Footprint(lines.pop(), data, fp_ic, fp_lines, fp_kind)
 

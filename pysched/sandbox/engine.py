@@ -21,7 +21,8 @@ Rules (each an approximation of a real machine, written down here where it is ma
 * **Dependencies**: an item runs once its thread's previous item has ended, its waker has
   executed as far as the traced wake-up (:mod:`.workload`), and its release time has passed
   (interrupt arrivals; the fixed schedule of a trace without wake-ups). Chunks end at every
-  instruction offset where an item wakes another, so the woken item is ready then; wake-ups
+  instruction offset where an item wakes another (or makes a device request, below), so the
+  woken item is ready then; wake-ups
   are released only at the end of a chunk. A wake-up at offset 0 ends a chunk of no
   instructions: the waker reaches it once its core has paid the switch or migration cost the
   waker's first chunk carries (immediately when there is none), not when its core picks it.
@@ -110,6 +111,14 @@ Rules (each an approximation of a real machine, written down here where it is ma
 * **DVFS at run time**: :meth:`SimView.set_level` changes a core's operating point; the chunk
   running then keeps its frequency, the next one uses the new level (time, dynamic energy and
   static power follow the level in force).
+* **Devices in a closed loop** (:mod:`.device_loop`, :attr:`SandboxConfig.device_timing`
+  ``"closed"``, the default): a device interrupt that answers a traced request (a virtio
+  queue kick) arrives the request's traced latency after the item making the request has
+  executed the kick in the simulation, and a closed-loop peer's packet the traced think time
+  after the guest's latest transmit before it; so a schedule that runs the requester sooner
+  gets its answers sooner. Latencies are in the trace's machine time, as every release;
+  interrupts without a linked request keep their traced arrival. ``"traced"``: every
+  interrupt at its traced arrival (an open loop).
 * **Deadlock**: a wake-up that cannot happen in the simulation (a cycle of waits that the
   trace's order broke) is released at its traced time when nothing else can run, and counted.
 """
@@ -130,6 +139,7 @@ from pysched.models.machine import MachineConfig
 from pysched.superfunctions.functype import Category
 
 from .chunk_kernel import CORE_ROWS, stall_sum
+from .device_loop import DEVICE_TIMINGS
 from .footprint import Footprint
 from .item_streams import gather_streams, run_offsets
 from .metrics import SandboxStats
@@ -210,6 +220,9 @@ class SandboxConfig:
         Seed of the copies' start offsets.
     ifetch_penalty : str
         :data:`IFETCH_PENALTIES`: ``"difference"`` (default) or ``"full"``.
+    device_timing : str
+        :data:`~.device_loop.DEVICE_TIMINGS`: ``"closed"`` (default: interrupts released by
+        their traced requests) or ``"traced"`` (module, Devices in a closed loop).
     """
 
     machine: MachineConfig = field(default_factory=MachineConfig)
@@ -226,6 +239,7 @@ class SandboxConfig:
     copy_phase: str = "offset"
     phase_seed: int = 0
     ifetch_penalty: str = "difference"
+    device_timing: str = "closed"
 
     def __post_init__(self) -> None:
         if not isinstance(self.copies, int) or isinstance(self.copies, bool) or self.copies < 1:
@@ -258,7 +272,8 @@ class SandboxConfig:
         if not isinstance(self.idle_retry, bool):
             raise ValueError(f"idle_retry must be True or False, got {self.idle_retry!r}")
         for name, choices in (("kernel_data", KERNEL_DATA), ("copy_phase", COPY_PHASES),
-                              ("ifetch_penalty", IFETCH_PENALTIES)):
+                              ("ifetch_penalty", IFETCH_PENALTIES),
+                              ("device_timing", DEVICE_TIMINGS)):
             if getattr(self, name) not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(choices)}, got "
                                  f"{getattr(self, name)!r}")
@@ -331,15 +346,25 @@ class Engine:
         self.home = lambda copy, vcpu: (copy * nv + self.vidx.get(vcpu, 0)) % self.ncores
         # Instructions of an item before each of its runs.
         self.run_before = run_offsets(w)
-        # Who waits for whom: per waker item, (offset, dependent) sorted by offset.
+        # Who waits for whom: per waker item, (offset, dependent, delay) sorted by offset:
+        # wake-ups (no delay) and, in a closed device loop, the requests that release
+        # interrupts (their traced latency).
+        #: Items an executed request releases (closed loop), instead of their release time.
+        self.by_request = (w.req_item >= 0) if config.device_timing == "closed" \
+            else np.zeros(self.n, dtype=bool)
         deps = np.flatnonzero(w.dep_item >= 0)
-        order = np.lexsort((w.dep_offset[deps], w.dep_item[deps]))
-        deps = deps[order]
+        reqs = np.flatnonzero(self.by_request)
+        waker = np.concatenate([w.dep_item[deps], w.req_item[reqs]])
+        off = np.concatenate([w.dep_offset[deps], w.req_offset[reqs]])
+        dependent = np.concatenate([deps, reqs])
+        delay = np.concatenate([np.zeros(len(deps)), w.req_delay[reqs]])
+        order = np.lexsort((off, waker))
         self.wait_ptr = np.zeros(self.n + 1, dtype=np.int64)
-        np.add.at(self.wait_ptr, w.dep_item[deps] + 1, 1)
+        np.add.at(self.wait_ptr, waker + 1, 1)
         np.cumsum(self.wait_ptr, out=self.wait_ptr)
-        self.wait_off = w.dep_offset[deps]
-        self.wait_dep = deps
+        self.wait_off = off[order]
+        self.wait_dep = dependent[order]
+        self.wait_delay = delay[order]
         self.events_w = (np.zeros(self.n, dtype=np.int64) if app_event_items is None
                          else np.asarray(app_event_items, dtype=np.int64))
         # The per-item tables the event loop reads one element at a time, as Python lists
@@ -350,6 +375,7 @@ class Engine:
         self._wptr = self.wait_ptr.tolist()
         self._woff = self.wait_off.tolist()
         self._wdep = self.wait_dep.tolist()
+        self._wdelay = self.wait_delay.tolist()
         self._events = self.events_w.tolist()
         r0 = w.run_ptr[:-1]
         has = r0 < len(w.run_vcpu)
@@ -711,7 +737,11 @@ class Engine:
         p = self.prog[g]
         woff = self._woff
         while k < hi and woff[k] <= p:
-            self.satisfy(copy * self.n + self._wdep[k], via_dep=True)
+            d = self._wdelay[k]
+            if d > 0.0:  # a device answers its request a traced latency later
+                self.push(self.now + d, _EV_RELEASE, copy * self.n + self._wdep[k])
+            else:
+                self.satisfy(copy * self.n + self._wdep[k], via_dep=True)
             k += 1
         self.trig[g] = k - lo
 
@@ -1021,11 +1051,13 @@ class Engine:
     # --- the loop -----------------------------------------------------------------------------
     def setup(self) -> None:
         w = self.w
-        # Conditions per item: its wake-up, its release time, its thread's previous item.
-        p = ((w.dep_item >= 0).astype(np.int64) + (w.release > 0)
+        # Conditions per item: its wake-up, its release time or (closed device loop) its
+        # request, its thread's previous item.
+        timed = (w.release > 0) & ~self.by_request
+        p = ((w.dep_item >= 0).astype(np.int64) + timed + self.by_request
              + ((w.kind == THREAD_ITEM) & (w.begins != FIRST)))
         pending = np.tile(p, self.K)
-        rel = np.flatnonzero(w.release > 0)
+        rel = np.flatnonzero(timed)
         first = np.flatnonzero(p == 0)
         for copy in range(self.K):
             late = float(self.phase[copy])
@@ -1118,7 +1150,7 @@ class Engine:
         """Release the blocked item that was released earliest in the trace (see module)."""
         w = self.w
         cand = np.flatnonzero((np.array(self.pending) == 1) & ~self.dep_done)
-        waiting = cand[w.dep_item[cand % self.n] >= 0]
+        waiting = cand[(w.dep_item[cand % self.n] >= 0) | self.by_request[cand % self.n]]
         if not len(waiting):
             return False
         g = int(waiting[0])

@@ -28,6 +28,10 @@ waker's call; older traces count every call (a call on a task that was only pree
 makes a dependency that the trace did not have: the shipped traces predate effect rows). Without a
 ``wakeups`` table (traces recorded before it existed) every switched-in item is released at its
 traced time instead (``release``): a fixed schedule, which :attr:`Workload.dependencies` says.
+A device interrupt that answers a traced request (or, for a network peer, follows the guest's
+transmit) also records that request (``req_item``, ``req_offset``, ``req_delay``): in the
+default closed loop it arrives a traced latency after the request ran in the simulation
+(:mod:`.device_loop`).
 
 **Time of the trace.** Arrival times use the trace's machine time
 (:meth:`pysched.trace.clock.TraceClock.seconds`): instruction ``i`` of vCPU ``v`` happened at
@@ -50,6 +54,8 @@ import pandas as pd
 
 from pysched.superfunctions.functype import Category
 from pysched.trace.schema import WAKE_DONE
+
+from .device_loop import device_links
 
 
 #: Item kinds.
@@ -103,6 +109,14 @@ class Workload:
         Thread key of each task.
     dependencies : str
         ``"wakeups"`` or ``"traced-time"`` (no wakeups table).
+    req_item, req_offset : int64
+        The device request that releases an interrupt item in a closed loop
+        (:mod:`.device_loop`): the item may start ``req_delay`` seconds after item
+        ``req_item`` has executed ``req_offset`` instructions (-1: at ``release``).
+    req_delay : float64
+        The traced latency from that request to the interrupt (trace clock seconds).
+    device_completions, device_arrivals : int
+        Interrupt items released by the request they answer, and by the transmit they follow.
     """
 
     kind: np.ndarray
@@ -129,6 +143,20 @@ class Workload:
     dependencies: str
     vcpus: list[int] = field(default_factory=list)
     name: str = ""
+    req_item: np.ndarray | None = None
+    req_offset: np.ndarray | None = None
+    req_delay: np.ndarray | None = None
+    device_completions: int = 0
+    device_arrivals: int = 0
+
+    def __post_init__(self) -> None:
+        n = len(self.kind)
+        if self.req_item is None:
+            self.req_item = np.full(n, -1, dtype=np.int64)
+        if self.req_offset is None:
+            self.req_offset = np.zeros(n, dtype=np.int64)
+        if self.req_delay is None:
+            self.req_delay = np.zeros(n, dtype=np.float64)
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -149,7 +177,8 @@ class Workload:
         """Check the structural invariants; raise ``ValueError`` naming the first broken one."""
         n = len(self)
         for name in ("task", "instance", "type_id", "category", "begins", "insns", "number",
-                     "release", "arrival_vcpu", "dep_item", "dep_offset"):
+                     "release", "arrival_vcpu", "dep_item", "dep_offset", "req_item",
+                     "req_offset", "req_delay"):
             if len(getattr(self, name)) != n:
                 raise ValueError(f"Workload.{name} has {len(getattr(self, name))} elements, "
                                  f"expected {n}")
@@ -167,6 +196,13 @@ class Workload:
             raise ValueError("Workload.dep_item names an item that does not exist")
         if (self.dep_offset[self.dep_item >= 0] > self.insns[self.dep_item[self.dep_item >= 0]]).any():
             raise ValueError("Workload.dep_offset lies beyond its waker's instructions")
+        req = self.req_item >= 0
+        if ((self.req_item >= n) | (self.req_item < -1)).any():
+            raise ValueError("Workload.req_item names an item that does not exist")
+        if (self.req_offset[req] > self.insns[self.req_item[req]]).any():
+            raise ValueError("Workload.req_offset lies beyond its request's instructions")
+        if not (np.isfinite(self.req_delay) & (self.req_delay >= 0)).all():
+            raise ValueError("Workload.req_delay must be finite and non-negative")
         thread_items = np.sort(self.task_items)
         if not np.array_equal(thread_items, np.flatnonzero(self.kind == THREAD_ITEM)):
             raise ValueError("Workload.task_items must list every thread item exactly once")
@@ -389,10 +425,13 @@ def build_workload(seg, trace=None, wakeups: pd.DataFrame | None = None,
         task_items[task_ptr[t]:task_ptr[t + 1]] = lst
     keys = np.zeros(ntask, dtype=np.uint64)
     keys[:min(ntask, len(task_keys))] = task_keys[:ntask]
+    irq_item = {i: it for i, it in inst_item.items() if cat[i] == int(Category.INTERRUPT)}
+    dev = device_links(trace, n, irq_item, i_vcpu, i_start, inst_time, locate, clock)
     w = Workload(kind, task, instance, type_id[instance].astype(np.int64), cat[instance],
                  begins, insns, inst["number"].to_numpy().astype(np.int64)[instance], release,
                  arrival_vcpu, dep_item, dep_offset, run_ptr, run_vcpu, run_start, run_stop,
-                 task_ptr, task_items, types, type_cat, keys, dependencies, vcpus, name)
+                 task_ptr, task_items, types, type_cat, keys, dependencies, vcpus, name,
+                 dev.item, dev.offset, dev.delay, dev.completions, dev.arrivals)
     w.validate()
     return w
 

@@ -30,6 +30,7 @@ import pandas as pd
 
 from pysched.constants import LOAD_MACHINE
 from pysched.policies import REGISTRY, get_policy
+from pysched.sandbox.device_loop import DEVICE_TIMINGS
 from pysched.sandbox.switch_cost import SWITCH_COSTS
 
 
@@ -72,6 +73,8 @@ FACTORS: dict[str, Factor] = {f.name: f for f in (
     Factor("copy_phase", ("offset", "in-phase"), "copies start at seeded offsets or together"),
     Factor("ifetch_penalty", ("difference", "full"), "a fetch beyond the L1 stalls for the "
            "latency difference to the L1, or the full latency"),
+    Factor("device_timing", DEVICE_TIMINGS, "device interrupts a traced latency after their "
+           "simulated request (closed loop), or at their traced times"),
 )}
 
 
