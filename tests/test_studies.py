@@ -111,3 +111,26 @@ def test_a_co_schedule_replays_its_parts_traced_switch_paths():
     assert (t.meta["principal"], t.meta["best_effort"], t.meta["others"]) == (0, 1, [1])
     _, runs = evaluate([t], ["linux"], [2], [1], base=machine(2), load_unit="copies")
     assert runs["switch_cost"].item() == "traced" and runs["switch_insns"].item() > 0
+
+
+def test_seed_001_measures_the_barrier_interval_it_replays():
+    """Four threads meet at a barrier every 200,000 instructions (each sweep's last thread
+    wakes the other three): the measure finds one release per sweep, as far apart as a
+    sweep takes on the slowest core."""
+    from sandbox_factory import tiny
+
+    from pysched.evaluation.runner import PreparedTrace
+    from pysched.studies import seed001_hrrs as s1
+    sweeps, n = 4, 200_000  # a sweep of 77 us on a small core: releases stay apart
+    threads = [[(v, n, 0, FIRST)] + [(v, n, 0, START)] * (sweeps - 1) for v in range(4)]
+    # item k of thread v after the first waits for thread 3's previous sweep to end
+    deps = [(v * sweeps + k, 3 * sweeps + k - 1, n) for v in range(3) for k in range(1, sweeps)]
+    w, fp = tiny(threads, deps=deps, vcpus=(0, 1, 2, 3), ntypes=1)
+    t = PreparedTrace("b", "b", w, fp, None, np.array([0]), w.total_insns, {"workload": "b"})
+    assert s1.barrier_woken(w) == {d[0] for d in deps}
+    runs = s1.run_policies(t, {"linux": "linux"}, acmp(), switch_cost="zero")
+    assert runs.loc["linux", "barrier_releases"] == sweeps - 1
+    small = acmp().cores[1]
+    sweep_s = n * small.base_cpi / (small.operating_point().freq_ghz * 1e9)
+    assert runs.loc["linux", "barrier_interval_ms"] >= 1e3 * sweep_s * 0.99
+    assert s1.release_times([0.0, 1e-5, 1e-3, 1.00001e-3, 3e-3]).tolist() == [0.0, 1e-3, 3e-3]

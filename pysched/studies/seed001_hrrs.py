@@ -23,8 +23,9 @@ which the last of the program's threads finishes its traced work. The program's 
 those with application code (at least ``share`` of all application instructions): the replayed
 run also holds interrupts released at their traced times, which would otherwise stretch every
 run to the trace's length whatever the policy. Beside it, the big core's share of the
-instructions and what the hardware level did (swaps, pulls onto an idle big core, deferrals
-for kernel mode, quanta without a partner).
+instructions, what the hardware level did (swaps, pulls onto an idle big core, deferrals
+for kernel mode, quanta without a partner), and the barrier interval of the run
+(:class:`Measure`).
 """
 from __future__ import annotations
 
@@ -57,7 +58,8 @@ SWITCH_COST = REGISTRY["hrrs"].paper_model["switch_cost"]
 
 #: The study's columns of a run (:func:`run_policies`), after the policy's name.
 COLUMNS = ("spec", "completion_ms", "instructions", "big_core_insn_share", "migrations",
-           "swaps", "pulls", "deferrals", "no_partner", "forced_releases", "switch_cost")
+           "swaps", "pulls", "deferrals", "no_partner", "forced_releases", "barrier_releases",
+           "barrier_interval_ms", "switch_cost")
 
 
 def acmp_machine(big: int = 1, small: int = 3, l3_mib: int = 4) -> MachineConfig:
@@ -108,7 +110,7 @@ def run_policies(trace: PreparedTrace, policies: dict[str, str] | None = None,
     """One row per policy (:func:`grid`), indexed by its name in the table: its spec and
     :data:`COLUMNS`. The speed-up of one policy over another is ``other / this - 1`` of
     ``completion_ms``."""
-    rows = run_grid(grid(policies, machine, copies, switch_cost), {"program": trace}, measure)
+    rows = run_grid(grid(policies, machine, copies, switch_cost), {"program": trace}, Measure())
     return (rows.rename(columns={"policy": "spec"}).rename(columns={"label": "policy"})
             .set_index("policy")[list(COLUMNS)])
 
@@ -120,6 +122,82 @@ def speedups(runs: pd.DataFrame) -> pd.DataFrame:
             "hrrs_vs_fairness": t["fairness"] / t["hrrs"] - 1,
             "hw_1ms_vs_sw_4ms": t["hrrs-4ms"] / t["hrrs"] - 1}
     return pd.DataFrame({"ours": ours, "paper": PAPER})
+
+
+#: Wake-ups of program threads closer than this (simulated seconds) are one barrier release.
+RELEASE_GAP_S = 50e-6
+
+
+def barrier_woken(workload) -> set[int]:
+    """Items of program threads (:func:`program_threads`) that a traced wake-up from another
+    program thread released: the threads' starts after a barrier (the futex wake of the last
+    thread to arrive)."""
+    w = workload
+    prog = set(program_threads(w).tolist())
+    return {i for i in np.flatnonzero(w.dep_item >= 0).tolist()
+            if int(w.task[i]) in prog and int(w.task[w.dep_item[i]]) in prog
+            and w.task[w.dep_item[i]] != w.task[i]}
+
+
+def release_times(ready_s: Sequence[float]) -> np.ndarray:
+    """Barrier releases: the times ``ready_s`` at which woken program threads became ready,
+    those within :data:`RELEASE_GAP_S` of the previous one counted with it."""
+    t = np.sort(np.asarray(ready_s, dtype=np.float64))
+    if not len(t):
+        return t
+    return t[np.concatenate([[True], np.diff(t) > RELEASE_GAP_S])]
+
+
+class _Releases:
+    """Mixin: the simulated time at which each barrier-woken item became ready, whichever
+    hook the engine places it with."""
+
+    barrier_items: frozenset = frozenset()
+
+    def attach(self, sim) -> None:
+        super().attach(sim)
+        self.ready_s: dict[int, float] = {}
+
+    def _seen(self, work) -> None:
+        if work.item in self.barrier_items and work.gid not in self.ready_s:
+            self.ready_s[work.gid] = self.sim.now
+
+    def thread_ready(self, work, last_core: int) -> int:
+        self._seen(work)
+        return super().thread_ready(work, last_core)
+
+    def sf_start(self, work, core: int) -> int:
+        self._seen(work)
+        return super().sf_start(work, core)
+
+    def sf_end(self, work, core: int) -> int:
+        self._seen(work)
+        return super().sf_end(work, core)
+
+    def resume(self, work, core: int) -> int:
+        self._seen(work)
+        return super().resume(work, core)
+
+
+class Measure:
+    """The study's measure of a run (:func:`measure`), and the barrier interval: :meth:`watch`
+    records when barrier-woken items became ready (:class:`_Releases`), and
+    ``barrier_interval_ms`` is the median interval between the releases of the run
+    (:func:`release_times`; NaN with fewer than two). Whether HRRS's 1 ms hardware quantum
+    gives every small-core thread big-core time between two barriers depends on it (seed 001,
+    section 4.2)."""
+
+    def watch(self, policy, trace: PreparedTrace) -> None:
+        cls = type(policy)
+        policy.__class__ = type(f"Watched{cls.__name__}", (_Releases, cls), {})
+        policy.barrier_items = frozenset(barrier_woken(trace.workload))
+
+    def __call__(self, res: RunResult, policy, trace: PreparedTrace) -> dict:
+        gaps = np.diff(release_times(list(policy.ready_s.values())))
+        return {**measure(res, policy, trace),
+                "barrier_releases": len(gaps) + 1 if len(policy.ready_s) else 0,
+                "barrier_interval_ms": 1e3 * float(np.median(gaps)) if len(gaps)
+                else float("nan")}
 
 
 def quantum_sweep(trace: PreparedTrace, quanta_ms: Sequence[float],
@@ -135,5 +213,6 @@ def quantum_sweep(trace: PreparedTrace, quanta_ms: Sequence[float],
     return out
 
 
-__all__ = ["COLUMNS", "PAPER", "POLICIES", "SWITCH_COST", "acmp_machine", "completion_s",
+__all__ = ["COLUMNS", "Measure", "PAPER", "POLICIES", "RELEASE_GAP_S", "SWITCH_COST",
+           "acmp_machine", "barrier_woken", "completion_s", "release_times",
            "grid", "measure", "program_threads", "quantum_sweep", "run_policies", "speedups"]
