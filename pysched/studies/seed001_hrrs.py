@@ -162,21 +162,19 @@ class _Releases:
         if work.item in self.barrier_items and work.gid not in self.ready_s:
             self.ready_s[work.gid] = self.sim.now
 
-    def thread_ready(self, work, last_core: int) -> int:
-        self._seen(work)
-        return super().thread_ready(work, last_core)
 
-    def sf_start(self, work, core: int) -> int:
+def _recording(hook: str):
+    """``hook`` of the policy, noting the item first."""
+    def wrapped(self, work, core: int) -> int:
         self._seen(work)
-        return super().sf_start(work, core)
+        return getattr(super(_Releases, self), hook)(work, core)
+    wrapped.__name__ = hook
+    return wrapped
 
-    def sf_end(self, work, core: int) -> int:
-        self._seen(work)
-        return super().sf_end(work, core)
 
-    def resume(self, work, core: int) -> int:
-        self._seen(work)
-        return super().resume(work, core)
+# every hook that places a ready thread item
+for _hook in ("thread_ready", "sf_start", "sf_end", "resume"):
+    setattr(_Releases, _hook, _recording(_hook))
 
 
 class Measure:
