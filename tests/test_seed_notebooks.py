@@ -35,3 +35,34 @@ def test_seeds_command_leaves_out_what_is_missing(tmp_path: Path, capsys) -> Non
     for seed, first in (("001", "barrier"), ("002", "netserver-10b"), ("003", "chase-mid")):
         assert f"## Seed {seed}\n\nLeft out: {tmp_path / 'data' / first} is not there" in text
     assert text in capsys.readouterr().out
+
+
+def test_seeds_headline_quotes_an_ablation_or_says_how(tmp_path: Path, monkeypatch) -> None:
+    import pandas as pd
+
+    from pysched.cli import main
+    from pysched.studies import seeds
+
+    def seed_001(data, prepare):
+        return "## Seed 001\n\ntable", "- **Seed 001 (HRRS):** +1.0 % sooner.", {}
+
+    monkeypatch.setattr(seeds, "SEEDS", {"001": seed_001})
+    monkeypatch.setattr(seeds, "NEEDS", {"001": ()})
+    (tmp_path / "data").mkdir()
+    assert main(["seeds", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "a")]) == 0
+    text = (tmp_path / "a" / "summary.md").read_text()
+    assert "not measured in this run: `pysched ablate data/barrier --policy hrrs" in text
+    abl = tmp_path / "abl"
+    abl.mkdir()
+    pd.DataFrame([{"trace": "barrier", "factor": f, "setting": s, "policy": "hrrs",
+                   "baseline": "linux", "gain": g}
+                  for f, s, g in (("defaults", "-", 0.2), ("switch_cost", "zero", 0.3))]
+                 ).to_csv(abl / "ablation.csv", index=False)
+    assert main(["seeds", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "b"),
+                 "--ablation", str(abl)]) == 0
+    text = (tmp_path / "b" / "summary.md").read_text()
+    assert "- **Seed 001 (HRRS):** +1.0 % sooner. Why: " in text and "switch_cost" in text
+    assert "not measured in this run" not in text
+    assert main(["seeds", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "c"),
+                 "--ablation", str(tmp_path / "nowhere")]) == 2
+    assert not (tmp_path / "c").exists()

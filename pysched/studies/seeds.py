@@ -26,6 +26,15 @@ SPEEDUPS = {"hrrs_vs_linux": "HRRS sooner than linux",
 LOSSES = {"cpu_time": "CPU time lost up to the principal's completion",
           "cpu_share": "share of that time lost"}
 
+#: seed -> the policy its headline is about, and the ablation that explains its gain (the
+#: baseline and settings of ``pysched ablate``).
+ABLATE = {
+    "001": ("hrrs", "pysched ablate data/barrier --policy hrrs --baseline linux --machine "
+                    "machines/seed001-acmp.toml --cores 4 --load 1 --out DIR"),
+    "002": ("profile-dvfs", None),
+    "003": ("cache-fair", None),
+}
+
 #: seed -> the shipped traces its table needs
 NEEDS = {
     "001": ("barrier",),
@@ -136,6 +145,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("results/seeds"),
                    help="results directory, created when every table is written; it must "
                         "not exist or be empty (default: ./results/seeds)")
+    p.add_argument("--ablation", type=Path, action="append", default=[], metavar="DIR",
+                   help="a directory pysched ablate wrote (its ablation.csv) for a seed's "
+                        "policy (hrrs, profile-dvfs, cache-fair): the headline quotes its "
+                        "one-line reason; repeatable")
     add_no_cache(p)
 
 
@@ -149,9 +162,16 @@ def run(args: argparse.Namespace) -> int:
         return cache[path]
 
     from pysched._outdir import OutputError, finished_dir
+
+    from .ablation import AblationError, read_verdicts
+    try:
+        reasons = read_verdicts(args.ablation)
+    except AblationError as exc:
+        print(f"pysched seeds: --ablation: {exc}", file=sys.stderr)
+        return 2
     try:
         with finished_dir(args.out) as tmp:
-            text = _write(args.data, tmp, prep)
+            text = _write(args.data, tmp, prep, reasons)
     except OutputError as exc:
         print(f"pysched seeds: {exc}", file=sys.stderr)
         return 2
@@ -159,9 +179,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write(data: Path, out: Path, prep: Callable[[Path], object]) -> str:
-    """Every seed's tables into ``out`` and its summary; returns the summary."""
-    parts, heads, timings = [], [], []
+def _write(data: Path, out: Path, prep: Callable[[Path], object],
+           reasons: dict[str, str] | None = None) -> str:
+    """Every seed's tables into ``out`` and its summary; returns the summary. ``reasons``:
+    policy -> the one-line verdict of its ablation (:func:`.ablation.read_verdicts`)."""
+    reasons = reasons or {}
+    parts, heads, timings, unexplained = [], [], [], []
     for seed, fn in SEEDS.items():
         missing = [t for t in NEEDS[seed] if not (data / t / "manifest.json").is_file()]
         if missing:
@@ -174,11 +197,21 @@ def _write(data: Path, out: Path, prep: Callable[[Path], object]) -> str:
         for name, df in tables.items():
             df.to_csv(out / f"{name}.csv")
         parts.append(md)
+        policy, how = ABLATE[seed]
+        if policy in reasons:
+            head += f" Why: {reasons[policy]}."
+        elif how is not None:
+            unexplained.append(f"`{how}`")
         heads.append(head)
         timings.append(f"| {seed} | {time.perf_counter() - t0:.0f} |")
         print(f"pysched seeds: seed {seed} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    why = ("\n\nWhy a seed's policy wins or loses is not measured in this run: "
+           + "; ".join(unexplained) + " changes each rule of the model alone, and "
+           "`pysched seeds --ablation DIR` puts its one-line reason here." if unexplained
+           else "")
     parts.insert(0, "# The other seeds' schedulers on the shipped traces\n\n## Headline\n\n"
-                 + "\n".join(heads) + "\n\nEach seed's section gives its setting and table.")
+                 + "\n".join(heads) + why
+                 + "\n\nEach seed's section gives its setting and table.")
     if timings:
         parts.append("## Host timings\n\nSeconds each seed took on the host that ran it (not "
                      "a result).\n\n| seed | s |\n|---|---|\n" + "\n".join(timings))
@@ -187,4 +220,4 @@ def _write(data: Path, out: Path, prep: Callable[[Path], object]) -> str:
     return text
 
 
-__all__ = ["NEEDS", "SEEDS", "add_arguments", "run"]
+__all__ = ["ABLATE", "NEEDS", "SEEDS", "add_arguments", "run"]
