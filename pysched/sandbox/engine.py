@@ -22,10 +22,10 @@ Rules (each an approximation of a real machine, written down here where it is ma
   executed as far as the traced wake-up (:mod:`.workload`), and its release time has passed
   (interrupt arrivals; the fixed schedule of a trace without wake-ups). Chunks end at every
   instruction offset where an item wakes another (or makes a device request, below), so the
-  woken item is ready then; wake-ups
-  are released only at the end of a chunk. A wake-up at offset 0 ends a chunk of no
-  instructions: the waker reaches it once its core has paid the switch or migration cost the
-  waker's first chunk carries (immediately when there is none), not when its core picks it.
+  woken item is ready then; wake-ups are released only at the end of a chunk. A wake-up at
+  offset 0 ends a chunk of no instructions: the waker reaches it once its core has paid the
+  switch or migration cost the waker's first chunk carries (immediately when there is none),
+  not when its core picks it.
 * **Costs** (:mod:`.switch_cost`): a thread starting on a core where another thread ran last
   pays a context switch. Under the ``traced`` model (``switch_cycles = None``: the default of
   ``pysched evaluate`` and :func:`pysched.evaluation.runner.evaluate`, which have the trace)
