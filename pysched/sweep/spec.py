@@ -67,8 +67,9 @@ SWEEP_KEYS = ("epoch_ms", "machine")
 #: SchedTask leaves device interrupts where they arrive (they all went to core 0). 7: idle
 #: cores look for work (IPI and tick), the traced switch path is the default cost, copies
 #: share the kernel's data and start out of phase, SchedTask pays TMigrate and TAlloc; points
-#: carry the model's settings (``model``) and a window (``epochs``).
-RESULT_VERSION = 7
+#: carry the model's settings (``model``) and a window (``epochs``). 8: device interrupts that
+#: answer a traced request come a traced latency after it runs (``device_timing`` closed).
+RESULT_VERSION = 8
 
 
 class SweepSpecError(ValueError):
