@@ -139,15 +139,16 @@ def test_copies_start_at_seeded_offsets_within_an_epoch():
     assert runs[("in-phase", 0)][0][2].tolist() == [0, 0, 0]
 
 
-def _data_workload():
+def _data_workload(per_item=None):
     """Two threads and an interrupt, each item touching data frames (mem accesses):
     thread 0's user item touches frame U; its system call touches frames A (only it), G
-    (thread 1's system call too) and U (a user buffer); the interrupt touches frame I and A."""
+    (thread 1's system call too) and U (a user buffer); the interrupt touches frame I and A.
+    ``per_item`` gives other frames per item (0, 1, 2, 3 as above; at most 7 each)."""
     w, fp = tiny([[(0, 8, 0, FIRST), (0, 8, 1, START)], [(0, 8, 2, FIRST)]],
                  [(0, 8, 3, 1e-6)], ntypes=4)
     w.category[2] = int(Category.SYSCALL)  # thread 1's item: kernel code too
     U, A, G, I = 0x100, 0x200, 0x300, 0x400  # noqa: E741 -- frame numbers
-    per_item = {0: [U], 1: [A, G, U], 2: [G], 3: [I, A]}
+    per_item = per_item or {0: [U], 1: [A, G, U], 2: [G], 3: [I, A]}
     icount, lines, kind = [], [], []
     for i, frames in per_item.items():
         s = int(w.run_start[w.run_ptr[i]])
@@ -175,6 +176,27 @@ def test_copies_own_user_data_and_one_thread_kernel_data_and_share_the_rest():
     assert not own[~data].any()  # fetches are never moved
     fp.private = copy_private(w, fp)
     assert shared_share(fp) == pytest.approx(3 / 7)  # G twice, I once, of 7 data accesses
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_copy_private_equals_its_definition_on_random_frames(seed):
+    """The vectorised classing against the module's rules written as sets."""
+    rng = np.random.default_rng(seed)
+    pool = [0x100 * k for k in range(1, 6)]
+    per_item = {i: rng.choice(pool, int(rng.integers(0, 8))).tolist() for i in range(4)}
+    w, fp, _ = _data_workload(per_item)
+    user = {i for i in range(4) if w.category[i] == int(Category.APPLICATION)}
+    user_frames = {f for i in user for f in per_item[i]}
+    threads: dict[int, set] = {}
+    for i, frames in per_item.items():
+        if i not in user and w.task[i] >= 0:
+            for f in frames:
+                threads.setdefault(f, set()).add(int(w.task[i]))
+    want = [i in user or f in user_frames or len(threads.get(f, ())) == 1
+            for i, frames in per_item.items() for f in frames]
+    own = copy_private(w, fp)
+    got = [] if own is None else own[0][fp.kind[0] != 0].tolist()
+    assert got == want
 
 
 @pytest.mark.parametrize("kernel_data", ["shared", "per-copy"])

@@ -72,27 +72,37 @@ def copy_private(workload: Workload, footprint: Footprint) -> dict[int, np.ndarr
     if not per_v:
         return None
     # frames application code touched, and the threads whose kernel work touched each frame
+    # (a (frame, thread) pair as one key: frames are line numbers, below 2**32, and so are
+    # thread numbers, so the key is exact)
     user_frames, pairs = [], []
+    tasks = np.asarray(w.task)
     for data, item, frame in per_v.values():
         known = item >= 0
         u = known & user_item[np.maximum(item, 0)]
-        user_frames.append(frame[u])
-        task = np.asarray(w.task)[np.maximum(item, 0)]
+        user_frames.append(np.unique(frame[u]))
+        task = tasks[np.maximum(item, 0)]
         k = known & ~u & (task >= 0)
-        pairs.append(np.stack([frame[k], task[k].astype(np.uint64)], axis=1))
-    user_frames = np.unique(np.concatenate(user_frames))
-    pairs = np.unique(np.concatenate(pairs), axis=0) if pairs else np.zeros((0, 2), np.uint64)
-    frames, nthreads = np.unique(pairs[:, 0], return_counts=True)
-    one_thread = frames[nthreads == 1]
+        pairs.append(np.unique((frame[k] << np.uint64(32)) | task[k].astype(np.uint64)))
+    keys = np.unique(np.concatenate(pairs))
+    frames, nthreads = np.unique(keys >> np.uint64(32), return_counts=True)
+    own_frames = np.union1d(np.concatenate(user_frames), frames[nthreads == 1])
     out = {}
     for v, (data, item, frame) in per_v.items():
         known = item >= 0
-        own = known & (user_item[np.maximum(item, 0)] | np.isin(frame, user_frames)
-                       | np.isin(frame, one_thread))
+        own = known & (user_item[np.maximum(item, 0)] | _member(frame, own_frames))
         mask = np.zeros(len(footprint.kind[v]), dtype=bool)
         mask[data[own]] = True
         out[v] = mask
     return out
+
+
+def _member(x: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Whether each of ``x`` is in ``table`` (sorted, unique): a binary search per element,
+    cheaper than :func:`numpy.isin`'s sort of both when the table is the smaller."""
+    if not len(table):
+        return np.zeros(len(x), dtype=bool)
+    at = np.minimum(np.searchsorted(table, x), len(table) - 1)
+    return table[at] == x
 
 
 def shared_share(footprint: Footprint) -> float:
