@@ -229,6 +229,19 @@ def test_the_overlap_table_ranks_every_type_of_its_side_and_zero_overlap_work_is
     assert sim.moved == [(2, 1)]
 
 
+def test_a_new_overlap_table_reorders_the_next_steal():
+    # Level 2's order is kept between steals; a new table (the next epoch's) replaces it
+    pol, sim = _policy([[_work(0), _work(2)], []])
+    pol.steal(1)
+    assert sim.moved == [(2, 1)]  # type 2 overlaps type 1 more (40 against 5)
+    heat = np.zeros((4, 512), dtype=bool)
+    heat[0, :10] = heat[1, 0:20] = heat[2, 100:110] = True
+    pol._overlaps(heat)  # now type 0 shares 10 bits with type 1, type 2 none
+    sim.queues = [RunQueue([_work(2), _work(0)]), RunQueue([])]
+    pol.steal(1)
+    assert sim.moved[1:] == [(0, 1)]
+
+
 def test_steal_any_ranks_the_other_side_after_its_own():
     heat = np.zeros((4, 512), dtype=bool)
     heat[0, :10] = heat[1, 5:20] = heat[2, 100:110] = heat[3, 0:20] = True

@@ -145,6 +145,7 @@ class SchedTask(Policy):
         self.avg = np.zeros(n)                           # average cycles per SuperFunction
         self.prev_frac: np.ndarray | None = None
         self.overlap: dict[int, list[tuple[int, int]]] = {}
+        self._ranks: dict[int, dict[int, int]] = {}      # core -> Level 2's order (steal)
         self.reallocations = 0
         #: (epoch, allocation table in force after it) for every epoch: what TAlloc decided.
         self.history: list[tuple[int, dict[int, list[int]]]] = []
@@ -203,6 +204,7 @@ class SchedTask(Policy):
     def _allocate(self, frac: np.ndarray) -> None:
         """Cores in proportion to the execution fraction (5.2)."""
         ncores = self.sim.ncores
+        self._ranks = {}
         self.alloc = {}
         self.core_types = [set() for _ in range(ncores)]
         cum = 0.0
@@ -222,6 +224,7 @@ class SchedTask(Policy):
     def _overlaps(self, heat: np.ndarray) -> None:
         """The overlap table (5.2): per type, others by decreasing common Page-heatmap bits."""
         used = np.flatnonzero(heat.any(axis=1))
+        self._ranks = {}
         self.overlap = {}
         if len(used) == 0:
             return
@@ -294,22 +297,39 @@ class SchedTask(Policy):
                     return
         if self.stealing != "similar":
             return
-        # Level 2: similar work, by decreasing overlap with the local core's types.
-        # rank: own side of the application/OS split first (steal=any lists the other side
-        # too), then by overlap
+        # Level 2: similar work, by decreasing overlap with the local core's types: the
+        # best-ranked type queued anywhere, from the first core (by waiting time) queueing it
+        rank = self._similar_rank(core)
+        first: dict[int, int] = {}
+        for c in others:
+            for wk in sim.queue(c):
+                if wk.type_id in rank and wk.type_id not in first:
+                    first[wk.type_id] = c
+        if not first:
+            return
+        o = min(first, key=rank.__getitem__)
+        found = [wk for wk in sim.queue(first[o]) if wk.type_id == o]
+        for wk in found[:(len(found) + 1) // 2]:
+            sim.move(wk, core)
+
+    def _similar_rank(self, core: int) -> dict[int, int]:
+        """Level 2's order of the types ``core`` may steal (type -> position): own side of the
+        application/OS split first (steal=any lists the other side too), then by decreasing
+        overlap with the core's types. It changes only with the tables, so it is kept until
+        :meth:`_allocate` or :meth:`_overlaps` changes them."""
+        rank = self._ranks.get(core)
+        if rank is not None:
+            return rank
+        mine = self.core_types[core]
         ranked: dict[int, tuple[bool, int]] = {}
         for t in mine:
             for o, ov in self.overlap.get(t, ()):
                 r = (bool(self.is_app[o] == self.is_app[t]), ov)
                 if o not in mine and (o not in ranked or r >= ranked[o]):
                     ranked[o] = r
-        for o, _ in sorted(ranked.items(), key=lambda x: (not x[1][0], -x[1][1])):
-            for c in others:
-                found = [wk for wk in sim.queue(c) if wk.type_id == o]
-                if found:
-                    for wk in found[:(len(found) + 1) // 2]:
-                        sim.move(wk, core)
-                    return
+        order = sorted(ranked.items(), key=lambda x: (not x[1][0], -x[1][1]))
+        rank = self._ranks[core] = {o: k for k, (o, _) in enumerate(order)}
+        return rank
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> float:
