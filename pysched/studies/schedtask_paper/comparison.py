@@ -146,8 +146,8 @@ OVERHEADS_TEXT = ("TMigrate about 3.2 % of the execution, TAlloc < 0.01 %; inter
 DIFFERENCES: tuple[str, ...] = (
     "**Workload scale.** The paper traces 1 G instructions per core of 32 cores running 96 to "
     "400 threads (section 4.2; a single-threaded benchmark once per core at 1X) and doubles "
-    "that ensemble for 2X; ours are 2-vCPU traces (130 M instructions per vCPU, a handful of "
-    "threads, `data/README.md`), and kX on C cores replays ceil(k * C / 2) copies of one, a "
+    "that ensemble for 2X; ours are 2-vCPU traces (tens of millions of instructions per vCPU, "
+    "a handful of threads; sizes in `data/README.md`), and kX on C cores replays ceil(k * C / 2) copies of one, a "
     "traced vCPU's work standing for one benchmark per core at 1X "
     "(`pysched.evaluation.runner.copies_for`). A copy's vCPUs are not independent benchmarks: "
     "its threads wait for each other and for their traced interrupts, so cores can idle "
@@ -183,8 +183,10 @@ DIFFERENCES: tuple[str, ...] = (
     "another handler (`pysched/sandbox/engine.py`). Each copy of a trace starts at a seeded "
     "offset within an epoch and replays its interrupts at its traced times from there, so "
     "copies interrupt out of phase as independent benchmark instances would, but each copy's "
-    "interrupt rate is the trace's (the traced timer rate is inflated by emulation, issue "
-    "32). The paper's fairness compares threads "
+    "interrupt rate is the trace's (recorded on the instruction clock, so the guest's timer "
+    "ticks at its own rate per instruction retired, `docs/tracing.md`); device completions "
+    "and network arrivals follow the simulated run of the requests they answer "
+    "(`pysched/sandbox/device_loop.py`). The paper's fairness compares threads "
     "that are copies of one benchmark's; a trace's own threads differ in code and cache "
     "behaviour under any schedule, so the summary also gives Jain's index among the copies of "
     "each traced thread (`SandboxStats.copy_fairness`), the like-for-like figure.",
@@ -561,7 +563,8 @@ def comparison_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
     if bound:
         lines.append(f"- **Arrival-bound traces (measured here).** {', '.join(bound)}: the "
                      f"{baseline} run ended within 1 % of the trace's last interrupt arrival. "
-                     "Interrupts (device completions, timer ticks) arrive at their traced "
+                     "Interrupts that answer no request of the replay (timer ticks, "
+                     "completions of requests made before the trace) arrive at their traced "
                      "times and the threads they wake cannot run sooner, so these runs last "
                      "as long as the trace whatever the policy: a policy can only lose "
                      "(run longer), and a gain of the paper's kind (a faster machine serving "
