@@ -64,7 +64,7 @@ SEED_TRACES := netserver-10b netserver-100kb netserver-1mb apache-short chase-la
     chase-small chase-mid
 
 .PHONY: setup plugin guest run demo test test-all test-kernel2 bench bench-tracer clean bench-models trace \
-	data bench-analysis bench-sandbox evaluate sweep notebook evaluate-paper data-seeds
+	data bench-analysis bench-sandbox evaluate sweep notebook evaluate-paper data-seeds bench-run
 
 setup:
 	bash scripts/setup.sh
@@ -177,7 +177,7 @@ test-kernel2: plugin guest
 	$(MAKE) -C guest kernel2-guest KERNEL_SUITE=$(KERNEL_SUITE)
 	PYSCHED_GUEST2=$(abspath build/guest-$(KERNEL_SUITE)) $(PY) -m pytest -q tests/test_guest_kernel2.py
 
-bench: bench-tracer bench-models bench-analysis bench-sandbox
+bench: bench-tracer bench-models bench-analysis bench-sandbox bench-run
 
 bench-tracer: plugin guest
 	$(PY) benchmarks/tracer.py --out benchmarks/results/tracer.json
@@ -203,3 +203,9 @@ bench-analysis: plugin guest
 BENCH_SANDBOX_ARGS ?=
 bench-sandbox: setup
 	$(PY) benchmarks/sandbox.py --out benchmarks/results/sandbox.json --scaling $(BENCH_SANDBOX_ARGS)
+
+# make run's three steps timed after set-up, with warm caches and with empty ones
+# (benchmarks/make_run.py; BENCH_RUN_ARGS="--modes warm" for the warm figure only)
+BENCH_RUN_ARGS ?=
+bench-run: plugin guest
+	$(PY) benchmarks/make_run.py --out benchmarks/results/make-run.json $(BENCH_RUN_ARGS)

@@ -1,0 +1,104 @@
+"""Benchmark `make run` after set-up: the wall time of each of its three steps.
+
+The steps are the Makefile's own (``make -n run`` lists them): ``pysched analyse``, the 2X
+study (``pysched study schedtask-paper``) and ``pysched seeds``, each run as it is there, one
+after the other, into a scratch directory. Two states of the caches are measured:
+
+* ``cold``: numba's kernel cache (``NUMBA_CACHE_DIR``) and the cache of prepared traces
+  (``PYSCHED_CACHE_DIR``) point at new, empty directories, as on a machine after set-up;
+* ``warm``: both at their defaults, after one untimed run has filled them (skipped when
+  ``--no-fill``).
+
+Target (issue 33): at most 300 s after set-up. The set-up itself (apt, the guest, the venv)
+is not timed.
+
+Usage: ``python benchmarks/make_run.py --out benchmarks/results/make-run.json [--modes
+warm,cold]``
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PYSCHED = REPO / ".venv" / "bin" / "pysched"
+TARGET_S = 300.0
+#: make run's steps with its arguments (Makefile: run, RUN_EVAL_ARGS); OUT is the results root.
+STEPS = (
+    ("analyse", ["analyse", "--data", "data", "--out", "{out}"]),
+    ("study", ["study", "schedtask-paper", "--data", "data", "--cores", "8", "--load", "2",
+               "--variants", "none", "--epochs", "5", "--out", "{out}/sandbox"]),
+    ("seeds", ["seeds", "--data", "data", "--out", "{out}/seeds"]),
+)
+MODES = ("warm", "cold")
+
+
+def run_steps(env: dict, scratch: Path) -> dict[str, float]:
+    """Each step's wall seconds, into a fresh results root under ``scratch``."""
+    out = scratch / "results"
+    shutil.rmtree(out, ignore_errors=True)
+    times = {}
+    for name, args in STEPS:
+        cmd = [str(PYSCHED)] + [a.format(out=out) for a in args]
+        t0 = time.perf_counter()
+        r = subprocess.run(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+        times[name] = time.perf_counter() - t0
+        if r.returncode != 0:
+            raise SystemExit(f"make_run benchmark: step {name} failed ({r.returncode}):\n"
+                             f"{r.stderr[-2000:]}")
+    times["total"] = sum(times[n] for n, _ in STEPS)
+    return times
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, required=True, help="JSON file to write")
+    ap.add_argument("--modes", default="warm,cold",
+                    help=f"comma-separated, of {', '.join(MODES)} (default: both)")
+    ap.add_argument("--no-fill", action="store_true",
+                    help="time 'warm' without an untimed run before it")
+    args = ap.parse_args(argv)
+    modes = [m for m in args.modes.split(",") if m]
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes:
+        ap.error(f"--modes: unknown {', '.join(bad) or '(none)'}; choose from {', '.join(MODES)}")
+    if not PYSCHED.exists():
+        ap.error(f"{PYSCHED} is missing: run `make setup` first")
+    result = {"target_s": TARGET_S, "modes": {},
+              "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                          "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+              "load_before": os.getloadavg()[0]}
+    with tempfile.TemporaryDirectory(prefix="pysched-bench-run-") as tmp:
+        scratch = Path(tmp)
+        for mode in modes:
+            env = dict(os.environ)
+            if mode == "cold":
+                for var, sub in (("NUMBA_CACHE_DIR", "numba"), ("PYSCHED_CACHE_DIR", "prepared")):
+                    (scratch / sub).mkdir()
+                    env[var] = str(scratch / sub)
+            elif not args.no_fill:
+                run_steps(env, scratch)  # fill the default caches; not timed
+            t = run_steps(env, scratch)
+            t["met"] = t["total"] <= TARGET_S
+            result["modes"][mode] = t
+            print(f"make run, {mode} caches: " + ", ".join(f"{k} {v:.0f} s" for k, v in
+                                                          t.items() if k != "met"), flush=True)
+    result["load_after"] = os.getloadavg()[0]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp_out = args.out.with_suffix(args.out.suffix + ".tmp")
+    tmp_out.write_text(json.dumps(result, indent=2) + "\n")
+    tmp_out.replace(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
