@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-fill", action="store_true",
                     help="time 'warm' without an untimed run before it")
     args = ap.parse_args(argv)
-    modes = [m for m in args.modes.split(",") if m]
+    modes = list(dict.fromkeys(m for m in args.modes.split(",") if m))
     bad = [m for m in modes if m not in MODES]
     if bad or not modes:
         ap.error(f"--modes: unknown {', '.join(bad) or '(none)'}; choose from {', '.join(MODES)}")
