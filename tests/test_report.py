@@ -92,3 +92,36 @@ def test_bad_input_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     afile.write_text("")
     assert main(["analyse", str(DSS), "--out", str(afile / "r")]) == 2
     assert "--out" in capsys.readouterr().err
+
+
+def test_worker_processes_write_what_one_process_writes(tmp_path: Path) -> None:
+    # two traces on two worker processes, the smaller one listed first (the larger goes first
+    # to a worker): the same files and summary, in the order given, as in one process
+    traces = [str(ROOT / "data" / n) for n in ("chase-small", "barrier")]
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert main(["analyse", *traces, "--out", str(one), "--tau-epochs", "2",
+                 "--workers", "1"]) == 0
+    assert main(["analyse", *traces, "--out", str(two), "--tau-epochs", "2",
+                 "--workers", "2"]) == 0
+    files = sorted(p.relative_to(one) for p in one.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(two) for p in two.rglob("*") if p.is_file())
+    a, b = (json.loads((d / "summary.json").read_text()) for d in (one, two))
+    for s in a["traces"] + b["traces"]:
+        s.pop("seconds")
+    assert [s["trace"] for s in b["traces"]] == ["chase-small", "barrier"]
+    assert a == b
+    assert (one / "summary.md").read_text() == (two / "summary.md").read_text()
+    for f in files:
+        if f.suffix in (".csv", ".parquet"):
+            assert (one / f).read_bytes() == (two / f).read_bytes(), f
+
+
+def test_a_broken_trace_stops_the_workers_before_any_analysis(tmp_path: Path, capsys) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "manifest.json").write_text("{}")
+    out = tmp_path / "r"
+    assert main(["analyse", str(ROOT / "data" / "chase-small"), str(broken), "--out", str(out),
+                 "--workers", "2"]) == 1
+    assert str(broken) in capsys.readouterr().err
+    assert not out.exists()

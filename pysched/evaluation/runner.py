@@ -12,6 +12,7 @@ takes the load as the number of copies itself (:data:`pysched.constants.LOAD_UNI
 from __future__ import annotations
 
 import inspect
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -53,6 +54,30 @@ class PreparedTrace:
     app_classes: np.ndarray
     insns: int
     meta: dict = field(default_factory=dict)
+
+
+#: Weak references to the last trace evaluated, its workload and footprint, and its item
+#: streams (:func:`_streams`).
+_LAST_STREAMS: list = []
+
+
+def _streams(t: PreparedTrace):
+    """The item streams of ``t`` (:func:`~pysched.sandbox.item_streams.item_streams`), kept
+    for the next call with the same trace: a sweep's worker evaluates a trace's points one
+    after the other (``pysched.sweep.run``), and building them takes 0.3-1 s each time on
+    the shipped traces. One entry only, dropped before the next is built: they take
+    0.4-0.6 GB."""
+    if _LAST_STREAMS and all(r() is x for r, x in zip(_LAST_STREAMS[:3],
+                                                      (t, t.workload, t.footprint))):
+        return _LAST_STREAMS[3]
+    _LAST_STREAMS.clear()
+    s = item_streams(t.workload, t.footprint)
+    try:
+        _LAST_STREAMS.extend([weakref.ref(t), weakref.ref(t.workload),
+                              weakref.ref(t.footprint), s])
+    except TypeError:  # an object without weak references: not kept
+        _LAST_STREAMS.clear()
+    return s
 
 
 def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | None = None,
@@ -310,7 +335,7 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
     epochs, runs = [], []
     for t in traces:
         # every run of the trace replays the same items' accesses (the compiled engine's)
-        streams = item_streams(t.workload, t.footprint)
+        streams = _streams(t)
         for ncores in cores:
             m = machine(ncores, base)
             for k in loads:

@@ -7,8 +7,8 @@ summary (``pysched analyse``; ``make run`` does it on the shipped traces).
 """
 from __future__ import annotations
 
-from .analyse import AnalysisOptions, TraceAnalysis, analyse_trace
+from .analyse import AnalysisOptions, TraceAnalysis, TraceOverview, analyse_trace
 from .write import markdown, read_summary, write_overview, write_trace
 
-__all__ = ["AnalysisOptions", "TraceAnalysis", "analyse_trace", "markdown", "read_summary",
-           "write_overview", "write_trace"]
+__all__ = ["AnalysisOptions", "TraceAnalysis", "TraceOverview", "analyse_trace", "markdown",
+           "read_summary", "write_overview", "write_trace"]

@@ -150,6 +150,34 @@ class TraceAnalysis:
         }
 
 
+    def overview(self, opts: AnalysisOptions) -> "TraceOverview":
+        """What the side-by-side figures and the summaries need of this analysis."""
+        return TraceOverview(self.name, self.breakup, self.similarity, self.tau,
+                             self.summary(opts))
+
+
+@dataclass(frozen=True)
+class TraceOverview:
+    """One trace's part of the side-by-side figures and the summaries: small enough to come
+    back from a worker process (:func:`pysched.report.write.write_overview`).
+
+    Attributes
+    ----------
+    name : str
+    breakup : Breakup
+    similarity : pandas.Series
+    tau : pandas.DataFrame
+    summary : dict
+        :meth:`TraceAnalysis.summary`.
+    """
+
+    name: str
+    breakup: Breakup
+    similarity: pd.Series
+    tau: pd.DataFrame
+    summary: dict[str, Any]
+
+
 def _num(x: Any) -> float | None:
     """A float for JSON, None for NaN."""
     x = float(x)

@@ -14,10 +14,11 @@ from pathlib import Path
 from pysched.superfunctions import DEFAULT_EPOCH
 from pysched._argtypes import deprecated_alias, int_at_least
 from pysched._outdir import OutputError, finished_dir
+from pysched._pool import Jobs, default_jobs
 from pysched.heatmaps import SIZES
 from pysched.trace import TraceError, preflight
 
-from .analyse import AnalysisOptions, analyse_trace
+from .analyse import AnalysisOptions, TraceOverview, analyse_trace
 from .write import write_overview, write_trace
 
 
@@ -68,6 +69,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="epochs left out of the steady-state similarity figures (default 5; "
                         "`trace --warmup` is guest seconds before the region)")
     deprecated_alias(p, "--warmup", "--warmup-epochs", type=int_at_least(0))
+    p.add_argument("--workers", type=int_at_least(1), default=None, metavar="N",
+                   help="worker processes, each analysing one trace at a time (default: one per "
+                        "core, at most one per trace; 1: all in this process)")
     p.add_argument("--keep-harness", action="store_true",
                    help="count the capture harness's own work inside the region (left out by "
                         "default: pysched.superfunctions.harness)")
@@ -95,33 +99,30 @@ def run(args: argparse.Namespace) -> int:
         print(f"pysched analyse: two traces have the same name ({names}); their results "
               "would overwrite each other", file=sys.stderr)
         return 2
-    # Every trace passes the checker's cheap checks before minutes of analysis.
-    checked = []
-    for t in traces:
-        try:
-            checked.append(preflight(t, allow_incomplete=args.allow_incomplete))
-        except TraceError as exc:
-            print(f"pysched analyse: {exc}", file=sys.stderr)
-            return 1
+    order = sorted(range(len(traces)), key=lambda i: -_size(traces[i]))  # longest first
     try:
-        with finished_dir(args.out) as tmp:
-            analyses = []
-            for t, (trace, note) in zip(traces, checked):
-                if note:
-                    print(f"pysched analyse: {t}: {note}", file=sys.stderr)
-                print(f"[analyse] {t}: segmenting, characterising, heatmaps ...",
-                      file=sys.stderr, flush=True)
-                t0 = time.perf_counter()
-                a = analyse_trace(t, opts, trace=trace, note=note)
-                write_trace(a, opts, tmp)
-                analyses.append(a)
-                b = a.breakup.paper_fractions()
-                print(f"{t}: {a.seg.total_insns:,} instructions, {len(a.epochs)} epochs, "
-                      f"{len(a.seg.instances):,} SuperFunction instances; application "
-                      f"{100 * b['application']:.1f} %, system calls {100 * b['syscall']:.1f} %, "
-                      f"interrupts {100 * b['interrupt']:.1f} %, bottom halves "
-                      f"{100 * b['bottom_half']:.1f} % ({time.perf_counter() - t0:.1f} s)")
-            write_overview(analyses, opts, tmp)
+        with Jobs(default_jobs(len(traces)) if args.workers is None else args.workers) as jobs:
+            # Every trace passes the checker's cheap checks before minutes of analysis.
+            checked: list = [None] * len(traces)
+            try:
+                for i, got in jobs.run(_preflight, [(t, args.allow_incomplete)
+                                                    for t in traces]):
+                    checked[i] = got
+            except TraceError as exc:
+                print(f"pysched analyse: {exc}", file=sys.stderr)
+                return 1
+            with finished_dir(args.out) as tmp:
+                for i, (trace, note) in enumerate(checked):
+                    if note:
+                        print(f"pysched analyse: {traces[i]}: {note}", file=sys.stderr)
+                print(f"[analyse] {len(traces)} trace(s) on {jobs.jobs} process(es): "
+                      "segmenting, characterising, heatmaps ...", file=sys.stderr, flush=True)
+                overviews: list = [None] * len(traces)
+                work = [(traces[i], *checked[i], opts, tmp) for i in order]
+                for k, (o, secs) in jobs.run(_analyse_one, work):
+                    overviews[order[k]] = o
+                    print(_line(traces[order[k]], o.summary, secs), flush=True)
+                write_overview(overviews, opts, tmp)
     except OutputError as exc:
         print(f"pysched analyse: {exc}", file=sys.stderr)
         return 2
@@ -133,3 +134,31 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print(f"results in {args.out}/ (summary.md, summary.json, figures, per-trace tables)")
     return 0
+
+
+def _size(path: Path) -> int:
+    """Bytes of the trace's files: how long its analysis takes, roughly."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def _preflight(job: tuple[Path, bool]):
+    t, allow = job
+    return preflight(t, allow_incomplete=allow)
+
+
+def _analyse_one(job: tuple) -> tuple[TraceOverview, float]:
+    """One trace analysed and its tables and figures written (in a worker process)."""
+    t, trace, note, opts, out = job
+    t0 = time.perf_counter()
+    a = analyse_trace(t, opts, trace=trace, note=note)
+    write_trace(a, opts, out)
+    return a.overview(opts), time.perf_counter() - t0
+
+
+def _line(t: Path, s: dict, secs: float) -> str:
+    b = s["breakup_paper_categories"]
+    return (f"{t}: {s['instructions']:,} instructions, {s['full_epochs']} epochs, "
+            f"{s['instances']:,} SuperFunction instances; application "
+            f"{100 * b['application']:.1f} %, system calls {100 * b['syscall']:.1f} %, "
+            f"interrupts {100 * b['interrupt']:.1f} %, bottom halves "
+            f"{100 * b['bottom_half']:.1f} % ({secs:.1f} s)")

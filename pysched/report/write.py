@@ -30,7 +30,7 @@ from pysched.plots import (  # noqa: E402
     plot_tau,
 )
 
-from .analyse import AnalysisOptions, TraceAnalysis  # noqa: E402
+from .analyse import AnalysisOptions, TraceAnalysis, TraceOverview  # noqa: E402
 from .paper import SIMILARITY_TEXT, TAU_TEXT, breakup_text  # noqa: E402
 
 _CATEGORIES = ("application", "syscall", "interrupt", "bottom_half", "kernel_thread", "unknown")
@@ -82,8 +82,9 @@ def write_trace(a: TraceAnalysis, opts: AnalysisOptions, out: Path) -> None:
         _save(fig, d / "overlap.png")
 
 
-def write_overview(analyses: Sequence[TraceAnalysis], opts: AnalysisOptions, out: Path) -> None:
-    """The figures that put all traces side by side, and the summaries."""
+def write_overview(analyses: Sequence[TraceOverview], opts: AnalysisOptions, out: Path) -> None:
+    """The figures that put all traces side by side, and the summaries
+    (:meth:`TraceAnalysis.overview` of each trace, in the order to show them)."""
     out.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(1.6 * len(analyses) + 3, 4.2), layout="constrained")
     plot_breakup({a.name: a.breakup for a in analyses}, ax=ax)
@@ -99,7 +100,7 @@ def write_overview(analyses: Sequence[TraceAnalysis], opts: AnalysisOptions, out
         ax = plot_tau(a.tau, ax=ax, label=a.name)
     _save(fig, out / "tau.png")
 
-    summaries = [a.summary(opts) for a in analyses]
+    summaries = [a.summary for a in analyses]
     (out / "summary.json").write_text(json.dumps(
         {"options": vars(opts), "traces": summaries}, indent=1) + "\n")
     (out / "summary.md").write_text(markdown(summaries, opts))

@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from pysched._argtypes import int_at_least
 from pysched.evaluation.cache_command import add_no_cache
 
 #: Seed 001's identifiers (the CSV's) -> how the summary names them; + is sooner.
@@ -149,18 +150,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a directory pysched ablate wrote (its ablation.csv) for a seed's "
                         "policy (hrrs, profile-dvfs, cache-fair): the headline quotes its "
                         "one-line reason; repeatable")
+    p.add_argument("--workers", type=int_at_least(1), default=None, metavar="N",
+                   help="worker processes, each running one seed's study at a time (default: one "
+                        "per core, at most one per seed; 1: all in this process)")
     add_no_cache(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    from pysched.evaluation.runner import prepare
-    cache: dict[Path, object] = {}
-
-    def prep(path: Path):
-        if path not in cache:
-            cache[path] = prepare(path, cache=not args.no_cache)
-        return cache[path]
-
     from pysched._outdir import OutputError, finished_dir
 
     from .ablation import AblationError, read_verdicts
@@ -171,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         with finished_dir(args.out) as tmp:
-            text = _write(args.data, tmp, prep, reasons)
+            text = _write(args.data, tmp, not args.no_cache, reasons, args.workers)
     except OutputError as exc:
         print(f"pysched seeds: {exc}", file=sys.stderr)
         return 2
@@ -179,21 +175,47 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write(data: Path, out: Path, prep: Callable[[Path], object],
-           reasons: dict[str, str] | None = None) -> str:
-    """Every seed's tables into ``out`` and its summary; returns the summary. ``reasons``:
-    policy -> the one-line verdict of its ablation (:func:`.ablation.read_verdicts`)."""
+def _run_seed(job: tuple[str, Path, bool]) -> tuple[str, str, dict[str, pd.DataFrame], float]:
+    """One seed's study (in a worker process when there are several): its section, headline
+    line, tables and seconds. Each trace is prepared once per process."""
+    from pysched.evaluation.runner import prepare
+    seed, data, cache = job
+    prepared: dict[Path, object] = {}
+
+    def prep(path: Path):
+        if path not in prepared:
+            prepared[path] = prepare(path, cache=cache)
+        return prepared[path]
+    t0 = time.perf_counter()
+    md, head, tables = SEEDS[seed](data, prep)
+    return md, head, tables, time.perf_counter() - t0
+
+
+def _write(data: Path, out: Path, cache: bool = True, reasons: dict[str, str] | None = None,
+           jobs: int | None = None) -> str:
+    """Every seed's tables into ``out`` and its summary; returns the summary. ``cache``: use
+    the on-disk cache of prepared traces; ``reasons``: policy -> the one-line verdict of its
+    ablation (:func:`.ablation.read_verdicts`); ``jobs``: seeds run at once, each in its own
+    process (default: one per core)."""
+    from pysched._pool import Jobs, default_jobs
     reasons = reasons or {}
+    missing = {seed: [t for t in NEEDS[seed] if not (data / t / "manifest.json").is_file()]
+               for seed in SEEDS}
+    todo = [seed for seed in SEEDS if not missing[seed]]
+    done: dict[str, tuple] = {}
+    with Jobs(default_jobs(len(todo)) if jobs is None else jobs) as pool:
+        for i, got in pool.run(_run_seed, [(seed, data, cache) for seed in todo]):
+            done[todo[i]] = got
+            print(f"pysched seeds: seed {todo[i]} in {got[3]:.0f} s", file=sys.stderr)
     parts, heads, timings, unexplained = [], [], [], []
-    for seed, fn in SEEDS.items():
-        missing = [t for t in NEEDS[seed] if not (data / t / "manifest.json").is_file()]
-        if missing:
-            parts.append(f"## Seed {seed}\n\nLeft out: {data / missing[0]} is not there "
+    for seed in SEEDS:
+        if missing[seed]:
+            parts.append(f"## Seed {seed}\n\nLeft out: {data / missing[seed][0]} is not there "
                          "(make data-seeds).")
-            heads.append(f"- **Seed {seed}:** left out ({data / missing[0]} is not there).")
+            heads.append(f"- **Seed {seed}:** left out ({data / missing[seed][0]} is not "
+                         "there).")
             continue
-        t0 = time.perf_counter()
-        md, head, tables = fn(data, prep)
+        md, head, tables, secs = done[seed]
         for name, df in tables.items():
             df.to_csv(out / f"{name}.csv")
         parts.append(md)
@@ -203,8 +225,7 @@ def _write(data: Path, out: Path, prep: Callable[[Path], object],
         elif how is not None:
             unexplained.append(f"`{how}`")
         heads.append(head)
-        timings.append(f"| {seed} | {time.perf_counter() - t0:.0f} |")
-        print(f"pysched seeds: seed {seed} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        timings.append(f"| {seed} | {secs:.0f} |")
     why = ("\n\nWhy a seed's policy wins or loses is not measured in this run: "
            + "; ".join(unexplained) + " changes each rule of the model alone, and "
            "`pysched seeds --ablation DIR` puts its one-line reason here." if unexplained
