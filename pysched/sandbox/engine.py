@@ -336,6 +336,7 @@ class Engine:
         full = config.ifetch_penalty == "full"
         self.stall = [stall_table(config.machine.hierarchy, c, ifetch_full=full) for c in cores]
         self.stall_flat = [np.ascontiguousarray(t.reshape(-1)) for t in self.stall]
+        self._stall3 = np.stack(self.stall)  # (cores, kinds, levels), for snapshot's split
         self.mig_cycles = np.array([c.migration_cycles for c in cores], dtype=np.float64)
         # an OS move's charge (dispatch); hardware moves (_run_moved) keep mig_cycles
         self.os_mig_cycles = self.mig_cycles if config.os_migration_cycles is None else \
@@ -601,6 +602,7 @@ class Engine:
         busy = self.s_busy - over
         dyn = self.s_dyn - over * self.core_freq * self.core_chunk_cv2
         static = self.static_j + self.static_w * (at - self.level_since)
+        cache = self.hier.stats
         return SandboxStats(
             at, self.s_insns.copy(), busy, self.s_base.copy(), self.s_stall.copy(),
             self.s_switch.copy(), self.s_mig.copy(), dyn + static,
@@ -609,9 +611,15 @@ class Engine:
             # per copy of the workload (row) and traced thread (column), see copy_fairness
             self.s_task_insns.reshape(self.K, -1).copy(),
             np.array(self.s_task_want).reshape(self.K, -1), self.s_wait, self.s_waits, self.s_lat,
-            self.s_irqs, self.s_bh_lat, self.s_bhs, self.s_events, self.hier.stats,
+            self.s_irqs, self.s_bh_lat, self.s_bhs, self.s_events, cache,
             self.s_switch_insns.copy(), self.s_charged.copy(), self.s_idle_none,
-            self.s_idle_wait)
+            self.s_idle_wait, self._stall_by_kind(cache))
+
+    def _stall_by_kind(self, cache) -> np.ndarray:
+        """Stall cycles so far per core and access kind: what each level served of the
+        workload's classes (every class but the switch path's) times the stall table."""
+        served = cache.served[:, :self.sched_class].sum(axis=1)
+        return (served * self._stall3).sum(axis=2)
 
     # --- items --------------------------------------------------------------------------------
     def work(self, g: int) -> Work:

@@ -56,6 +56,11 @@ class SandboxStats(Record):
     idle_no_work_s, idle_work_waiting_s : float
         Idle core-seconds with nothing queued anywhere, and with an item queued on some
         core (their sum is the idle core time).
+    stall_kind_cycles : numpy.ndarray, shape (cores, 3)
+        ``stall_cycles`` by access kind (instruction fetch, load, store): the workload's
+        accesses each level served times the core's stall per access there
+        (:func:`~pysched.models.cores.timing.stall_table`); the switch path's are in
+        ``switch_cycles``.
     """
 
     elapsed_s: float
@@ -86,6 +91,7 @@ class SandboxStats(Record):
     charged_cycles: np.ndarray
     idle_no_work_s: float
     idle_work_waiting_s: float
+    stall_kind_cycles: np.ndarray
 
     @property
     def cycles(self) -> np.ndarray:
@@ -187,6 +193,9 @@ def stats_row(s: SandboxStats, app_classes: np.ndarray) -> dict[str, float]:
         "switch_cycles": float(s.switch_cycles.sum()),
         "switch_insns": int(s.switch_insns.sum()),
         "policy_cycles": float(s.charged_cycles.sum()),
+        "base_cycles": float(s.base_cycles.sum()),
+        "ifetch_stall_cycles": float(s.stall_kind_cycles[:, 0].sum()),
+        "data_stall_cycles": float(s.stall_kind_cycles[:, 1:].sum()),
         "switch_share": share(s.switch_cycles.sum()),
         "migration_share": share(s.migration_cycles.sum()),
         "policy_share": share(s.charged_cycles.sum()),

@@ -180,13 +180,15 @@ def exec_counts(trace: Trace) -> tuple[dict[int, int | None], dict[int, int]]:
     from ..execstream import exec_chunks
 
     unk = unknown_per_block(block_index(trace))
+    any_unknown = bool(unk.any())  # most traces have none: no per-row lookup then
     totals: dict[int, int | None] = {}
     unknown: dict[int, int] = {}
     for v in trace.all_vcpus():
         n, u, usable = 0, 0, True
         for c in exec_chunks(trace, v, strict=False):
             n += int(c.sizes.sum())
-            u += chunk_unknown(unk, c.pos, c.usable, c.sizes)
+            if any_unknown:
+                u += chunk_unknown(unk, c.pos, c.usable, c.sizes)
             usable &= bool(c.usable.all())
         totals[v] = n if usable else None
         unknown[v] = u

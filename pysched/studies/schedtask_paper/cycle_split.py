@@ -1,0 +1,76 @@
+"""Where each policy's busy cycles go, per instruction, beside the baseline's: the measured
+split behind "instructions per busy core-second" (:func:`.comparison.with_changes`).
+
+A core's busy time is its cycles over its frequency, and its cycles are the sum of base
+cycles (instructions times the base CPI), stall cycles of instruction fetches and of data
+accesses (what each cache level served times the core's stall per access there,
+:func:`pysched.models.cores.timing.stall_table`), the context-switch path, OS moves between
+cores and the policy's own routines (:class:`pysched.sandbox.metrics.SandboxStats`). At one
+frequency, a policy's change of instructions per busy core-second is the baseline's cycles per
+instruction over its own, less one; the table gives each cause's share of the difference.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from pysched.evaluation.runner import RUN_KEYS
+
+#: The run columns whose sum is the busy cycles, and how the table names them.
+CAUSES: dict[str, str] = {
+    "base_cycles": "base",
+    "ifetch_stall_cycles": "fetch stall",
+    "data_stall_cycles": "data stall",
+    "switch_cycles": "switches",
+    "migration_cycles": "OS moves",
+    "policy_cycles": "policy routines",
+}
+
+
+def per_instruction(runs: pd.DataFrame) -> pd.DataFrame:
+    """Each run's cycles per instruction by cause (:data:`CAUSES`), and their sum ``total``
+    (the run's ``cycles`` per instruction); NaN where a run has no instructions."""
+    ins = runs["instructions"].astype(float).where(runs["instructions"] > 0)
+    out = pd.DataFrame({name: runs[col] / ins for col, name in CAUSES.items()},
+                       index=runs.index)
+    out["total"] = runs["cycles"] / ins
+    return out
+
+
+def split_lines(r: pd.DataFrame, cores: int, policies: list[str],
+                baseline: str = "linux") -> list[str]:
+    """A table of cycles per instruction by cause at 2X on ``cores``: the baseline's, then
+    each policy's difference from it, means over the workloads; empty when the runs do not
+    have the split (runs stored before it was measured)."""
+    if any(c not in r for c in CAUSES):
+        return []
+    x = r[(r["cores"] == cores) & (r["load"] == 2)]
+    if baseline not in set(x["policy"]) or not policies:
+        return []
+    keys = [k for k in RUN_KEYS if k != "policy"]
+    cpi = pd.concat([x[keys + ["policy"]], per_instruction(x)], axis=1)
+    base = cpi[cpi["policy"] == baseline].set_index(keys)
+    names = [*CAUSES.values(), "total"]
+    head = ["policy", *names, "instructions per busy core-second"]
+    lines = [f"### Where the busy cycles go, {cores} cores, 2X (cycles per instruction)", "",
+             "Measured in each run (the cores' stall tables times what each cache level "
+             f"served; the switch path, OS moves and routines as charged): {baseline}'s, then "
+             f"each policy's difference from {baseline} on the same workload, means over the "
+             "workloads. A positive difference is cycles the policy spends that "
+             f"{baseline} does not; at one frequency the last column is {baseline}'s total "
+             "over the policy's, less one.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    b = base[names]
+    lines.append("| " + " | ".join([baseline, *[f"{v:.3f}" for v in b.mean()], ""]) + " |")
+    for p in policies:
+        own = cpi[cpi["policy"] == p].set_index(keys)[names]
+        d = own - b.reindex(own.index)
+        ratio = b["total"].reindex(own.index) / own["total"] - 1.0
+        gm = float(np.exp(np.log1p(ratio.dropna()).mean()) - 1.0) if ratio.notna().any() \
+            else float("nan")
+        lines.append("| " + " | ".join([p, *[f"{v:+.3f}" for v in d.mean()],
+                                        f"{100 * gm:+.1f} %"]) + " |")
+    return lines + [""]
+
+
+__all__ = ["CAUSES", "per_instruction", "split_lines"]

@@ -1,0 +1,64 @@
+"""The measured split of busy cycles per instruction (:mod:`pysched.studies.schedtask_paper.
+cycle_split`), on hand-made runs whose differences are known."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from pysched.studies.schedtask_paper.comparison import cycles_lines
+from pysched.studies.schedtask_paper.cycle_split import CAUSES, per_instruction, split_lines
+
+
+def _run(policy: str, workload: str, **cycles: float) -> dict:
+    parts = {c: cycles.get(c, 0.0) for c in CAUSES}
+    return {"trace": workload, "workload": workload, "policy": policy, "cores": 8, "load": 2,
+            "load_unit": "machine", "copies": 8, "instructions": 1000, **parts,
+            "cycles": sum(parts.values())}
+
+
+def runs() -> pd.DataFrame:
+    return pd.DataFrame([
+        _run("linux", "a", base_cycles=1000, ifetch_stall_cycles=300, data_stall_cycles=200,
+             switch_cycles=50),
+        _run("linux", "b", base_cycles=1000, ifetch_stall_cycles=100, data_stall_cycles=400,
+             switch_cycles=50),
+        # fewer fetch stalls, more data stalls and switches, routines of its own
+        _run("schedtask", "a", base_cycles=1000, ifetch_stall_cycles=100,
+             data_stall_cycles=500, switch_cycles=150, policy_cycles=50),
+        _run("schedtask", "b", base_cycles=1000, ifetch_stall_cycles=100,
+             data_stall_cycles=400, switch_cycles=50),
+    ])
+
+
+def test_per_instruction_sums_to_the_runs_cycles():
+    r = runs()
+    cpi = per_instruction(r)
+    assert cpi["total"].tolist() == pytest.approx((r["cycles"] / 1000).tolist())
+    assert cpi[list(CAUSES.values())].sum(axis=1).tolist() == pytest.approx(
+        cpi["total"].tolist())
+
+
+def test_the_table_gives_each_causes_difference_from_the_baseline():
+    lines = split_lines(runs(), 8, ["schedtask"])
+    text = "\n".join(lines)
+    # linux: base 1, fetch (0.3 + 0.1) / 2, data (0.2 + 0.4) / 2, switches 0.05, total 1.55
+    assert "| linux | 1.000 | 0.200 | 0.300 | 0.050 | 0.000 | 0.000 | 1.550 |  |" in text
+    # schedtask - linux, means over a and b: fetch (-0.2 + 0) / 2, data (+0.3 + 0) / 2,
+    # switches (+0.1 + 0) / 2, routines +0.025; a: 1.55 / 1.8, b: 1.55 / 1.55
+    gm = ((1.55 / 1.8) * 1.0) ** 0.5 - 1
+    assert (f"| schedtask | +0.000 | -0.100 | +0.150 | +0.050 | +0.000 | +0.025 | +0.125 | "
+            f"{100 * gm:+.1f} % |") in text
+
+
+def test_runs_without_the_split_get_no_table():
+    r = runs().drop(columns=["ifetch_stall_cycles"])
+    assert split_lines(r, 8, ["schedtask"]) == [] and cycles_lines(r, 8) == []
+    assert cycles_lines(runs(), 32) == []  # no run at that core count
+
+
+def test_the_study_summary_has_the_table_for_every_policy_that_ran():
+    r = pd.concat([runs(), runs().query("policy == 'schedtask'").assign(
+        policy="schedtask:steal=any")], ignore_index=True)
+    text = "\n".join(cycles_lines(r, 8))
+    assert "| schedtask |" in text and "| schedtask:steal=any |" in text
+    assert text.index("| schedtask |") < text.index("| schedtask:steal=any |")
