@@ -28,8 +28,10 @@ from .spec import Point
 from .store import ResultStore
 
 #: Prepared traces a worker keeps (least recently used dropped first): points are submitted
-#: grouped by trace, so a small cache reads each trace once while bounding memory.
-TRACE_CACHE = int(os.environ.get("PYSCHED_SWEEP_TRACE_CACHE", "3"))
+#: grouped by trace and a worker never goes back to an earlier group, so one reads each trace
+#: once per worker and bounds memory (a shipped trace and its item streams take 1-2 GB; a
+#: re-read from the on-disk cache takes under a second).
+TRACE_CACHE = int(os.environ.get("PYSCHED_SWEEP_TRACE_CACHE", "1"))
 
 _TRACES: OrderedDict[str, object] = OrderedDict()
 #: Trace paths this process prepared, in order (what "read once per worker" is checked on).
