@@ -2,6 +2,7 @@
 cycle_split`), on hand-made runs whose differences are known."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -62,3 +63,25 @@ def test_the_study_summary_has_the_table_for_every_policy_that_ran():
     text = "\n".join(cycles_lines(r, 8))
     assert "| schedtask |" in text and "| schedtask:steal=any |" in text
     assert text.index("| schedtask |") < text.index("| schedtask:steal=any |")
+
+
+def test_the_headline_says_what_was_measured_behind_each_policy():
+    from test_schedtask_paper_study import paper_runs
+
+    from pysched.studies.schedtask_paper.comparison import headline_markdown
+    r = paper_runs({"schedtask": {"apache": 0.1, "find": 0.1}}, loads=(2,))
+    st = r["policy"] == "schedtask"
+    # per 10**9 instructions: linux fetch 0.2, data 0.1; schedtask fetch 0.1, data 0.3
+    r = r.assign(base_cycles=5e8, ifetch_stall_cycles=np.where(st, 1e8, 2e8),
+                 data_stall_cycles=np.where(st, 3e8, 1e8), policy_cycles=0.0,
+                 idle_work_waiting=np.where(st, 0.2, 0.01))
+    r["cycles"] = r[list(CAUSES)].sum(axis=1)
+    head = headline_markdown(r)
+    # switches 4e6 vs 2e6 and moves 4e6 vs 4e5 per 1e9 instructions: +0.002, +0.0036
+    assert ("- SchedTask: +10.0 % (paper +22.79 %); measured: idle with work queued 20.0 % of "
+            "core time (linux 1.0 %); cycles per instruction +0.106 (data stall +0.200, fetch "
+            "stall -0.100, OS moves +0.004, switches +0.002)") in head
+    assert "Measured in these runs, means over the workloads" in head
+    # runs without the measures: the verdict alone
+    plain = headline_markdown(paper_runs({"schedtask": {"apache": 0.1, "find": 0.1}}))
+    assert "- SchedTask: +10.0 % (paper +22.79 %)\n" in plain and "measured" not in plain
