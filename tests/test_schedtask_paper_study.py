@@ -111,7 +111,8 @@ def test_the_summary_opens_with_the_verdict_beside_the_paper():
     window = summary_markdown(runs.assign(complete=False, epochs=5), headline=headline_markdown)
     assert window.count("the first 5 epochs of each replay") == 1
     # the ablation's reason beside the policy it ablated; without one, how to get it, once
-    assert head.count("Why each policy wins or loses is not measured in this run") == 1
+    assert head.count("Which rule of the model decides each result is not measured in this "
+                      "run") == 1
     why = headline_markdown(runs, reasons={"schedtask": "+2.0 % over linux (x)"})
     assert "- SchedTask: +21.0 % (paper +22.79 %). Why: +2.0 % over linux (x)" in why
     assert "(`steal=any`): +10.0 % (paper +22.79 %)\n" in why and "not measured" not in why

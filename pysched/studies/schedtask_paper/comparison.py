@@ -21,7 +21,7 @@ from pysched.constants import LOAD_MACHINE
 from pysched.evaluation.report import geomean_change
 from pysched.evaluation.runner import RUN_KEYS, performance
 
-from .cycle_split import split_lines
+from .cycle_split import mean_differences, reason_text, split_lines
 
 #: Our workload names (``pysched trace --list``) -> the paper's (section 4.2), in its order.
 WORKLOADS: dict[str, str] = {
@@ -504,6 +504,21 @@ def paper_loads(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[runs["load_unit"] == LOAD_MACHINE]
 
 
+def _measured(x: pd.DataFrame, policy: str, baseline: str) -> str:
+    """What the runs measured behind a policy's change: idleness beside queued work and the
+    split of its cycles per instruction (:mod:`.cycle_split`)."""
+    parts = []
+    if "idle_work_waiting" in x:
+        own = x.loc[x["policy"] == policy, "idle_work_waiting"].mean()
+        base = x.loc[x["policy"] == baseline, "idle_work_waiting"].mean()
+        if np.isfinite(own) and np.isfinite(base):
+            parts.append(f"idle with work queued {100 * own:.1f} % of core time "
+                         f"({baseline} {100 * base:.1f} %)")
+    if why := reason_text(mean_differences(x, policy, baseline)):
+        parts.append(why)
+    return ("; measured: " + "; ".join(parts)) if parts else ""
+
+
 def headline_markdown(runs: pd.DataFrame, baseline: str = "linux",
                       reasons: Mapping[str, str] | None = None) -> str:
     """The verdict the summary opens with: each technique's application performance over
@@ -526,19 +541,27 @@ def headline_markdown(runs: pd.DataFrame, baseline: str = "linux",
         lines += [f"Application performance over {baseline}, {cores} cores, 2X (geometric mean "
                   f"over {x['workload'].nunique()} workloads; + is faster), beside the paper's "
                   "Fig 7 (32 cores, 8 workloads):", ""]
+        measured = False
         for p in pols:
             name, _, spec = p.partition(":")
             ours = _pct(100 * geomean_change(x.loc[x["policy"] == p, "app_change"]))
             why = f". Why: {reasons[name]}" if name in reasons and not spec else ""
+            seen = _measured(x, p, baseline)
+            measured |= bool(seen)
             lines.append(f"- {TECHNIQUES[name]}{f' (`{spec}`)' if spec else ''}: {ours} % "
-                         f"(paper {FIG7_GEOMEAN[name]:+.2f} %){why}")
+                         f"(paper {FIG7_GEOMEAN[name]:+.2f} %){why}{seen}")
         lines.append("")
+        if measured:
+            lines += ["Measured in these runs, means over the workloads: the share of core "
+                      "time a core idled while work was queued on some core, and the change of "
+                      f"cycles per busy instruction against {baseline} by cause (\"Where the busy "
+                      "cycles go\" below).", ""]
     if not lines:
         return ""
     if not reasons:
-        lines += ["Why each policy wins or loses is not measured in this run: `pysched ablate "
-                  "TRACE... --policy P --baseline linux --out DIR` changes each rule of the "
-                  "model alone, and `--ablation DIR` puts its one-line reason here.", ""]
+        lines += ["Which rule of the model decides each result is not measured in this run: "
+                  "`pysched ablate TRACE... --policy P --baseline linux --out DIR` changes each "
+                  "rule alone, and `--ablation DIR` puts its one-line reason here.", ""]
     bound = arrival_bound(runs, baseline)
     if bound:
         lines += [f"Arrival-bound (no policy can finish them sooner; see Why ours may differ): "

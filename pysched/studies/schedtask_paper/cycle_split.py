@@ -37,6 +37,31 @@ def per_instruction(runs: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def mean_differences(x: pd.DataFrame, policy: str, baseline: str = "linux") -> pd.Series:
+    """``policy``'s cycles per instruction by cause (and ``total``) less ``baseline``'s on the
+    same workload and setting, means over the runs of ``x``; empty without the split."""
+    if any(c not in x for c in CAUSES):
+        return pd.Series(dtype=float)
+    keys = [k for k in RUN_KEYS if k != "policy"]
+    cpi = pd.concat([x[keys + ["policy"]], per_instruction(x)], axis=1)
+    names = [*CAUSES.values(), "total"]
+    base = cpi[cpi["policy"] == baseline].set_index(keys)[names]
+    own = cpi[cpi["policy"] == policy].set_index(keys)[names]
+    return (own - base.reindex(own.index)).mean()
+
+
+def reason_text(d: pd.Series, least: float = 5e-4) -> str:
+    """The causes of :func:`mean_differences` as one line, largest change first (changes
+    under ``least`` cycles per instruction left out)."""
+    if d.empty or not np.isfinite(d["total"]):
+        return ""
+    parts = d.drop("total")
+    parts = parts[parts.abs() >= least].sort_values(key=abs, ascending=False)
+    return (f"cycles per instruction {d['total']:+.3f}"
+            + (" (" + ", ".join(f"{k} {v:+.3f}" for k, v in parts.items()) + ")"
+               if len(parts) else ""))
+
+
 def split_lines(r: pd.DataFrame, cores: int, policies: list[str],
                 baseline: str = "linux") -> list[str]:
     """A table of cycles per instruction by cause at 2X on ``cores``: the baseline's, then
@@ -73,4 +98,4 @@ def split_lines(r: pd.DataFrame, cores: int, policies: list[str],
     return lines + [""]
 
 
-__all__ = ["CAUSES", "per_instruction", "split_lines"]
+__all__ = ["CAUSES", "mean_differences", "per_instruction", "reason_text", "split_lines"]
