@@ -21,9 +21,10 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def default_jobs(pieces: int) -> int:
-    """One worker per core, never more than there are ``pieces``."""
-    return max(1, min(os.cpu_count() or 1, pieces))
+def default_jobs(pieces: int, asked: int | None = None) -> int:
+    """Worker processes for ``pieces``: ``asked`` (default one per core), never more than
+    there are pieces, and at least one."""
+    return max(1, min(asked or os.cpu_count() or 1, pieces))
 
 
 def _worker_init() -> None:

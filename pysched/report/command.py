@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     order = sorted(range(len(traces)), key=lambda i: -_size(traces[i]))  # longest first
     try:
-        with Jobs(default_jobs(len(traces)) if args.workers is None else args.workers) as jobs:
+        with Jobs(default_jobs(len(traces), args.workers)) as jobs:
             # Every trace passes the checker's cheap checks before minutes of analysis.
             checked: list = [None] * len(traces)
             try:

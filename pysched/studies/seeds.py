@@ -203,7 +203,7 @@ def _write(data: Path, out: Path, cache: bool = True, reasons: dict[str, str] | 
                for seed in SEEDS}
     todo = [seed for seed in SEEDS if not missing[seed]]
     done: dict[str, tuple] = {}
-    with Jobs(default_jobs(len(todo)) if jobs is None else jobs) as pool:
+    with Jobs(default_jobs(len(todo), jobs)) as pool:
         for i, got in pool.run(_run_seed, [(seed, data, cache) for seed in todo]):
             done[todo[i]] = got
             print(f"pysched seeds: seed {todo[i]} in {got[3]:.0f} s", file=sys.stderr)
