@@ -16,6 +16,7 @@ each point is stored once, from its one completed future.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -48,8 +49,13 @@ def cached_trace(path: str, cache: bool = True):
         t = prepare(path, cache=cache)
         PREPARED.append(path)
     _TRACES[path] = t
-    while len(_TRACES) > max(TRACE_CACHE, 1):
-        _TRACES.popitem(last=False)
+    if len(_TRACES) > max(TRACE_CACHE, 1):
+        while len(_TRACES) > max(TRACE_CACHE, 1):
+            _TRACES.popitem(last=False)
+        # A prepared trace sits in reference cycles, which only the cyclic collector frees:
+        # left to its own pace it kept 2-5 old traces alive (measured: a study worker grew to
+        # 6 GB of RSS, half of it the mapped cache entries of traces it had left).
+        gc.collect()
     return t
 
 
