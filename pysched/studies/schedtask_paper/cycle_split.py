@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from pysched.evaluation.report import geomean_change
 from pysched.evaluation.runner import RUN_KEYS
 
 #: The run columns whose sum is the busy cycles, and how the table names them.
@@ -37,17 +38,25 @@ def per_instruction(runs: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+#: Each cause's column of :func:`per_instruction`, then the total.
+_NAMES = [*CAUSES.values(), "total"]
+#: What makes two runs comparable: the same trace and setting.
+_KEYS = [k for k in RUN_KEYS if k != "policy"]
+
+
+def _of(x: pd.DataFrame, policy: str) -> pd.DataFrame:
+    """:func:`per_instruction` of ``policy``'s runs in ``x``, indexed by trace and setting."""
+    own = x[x["policy"] == policy]
+    return per_instruction(own).set_index(pd.MultiIndex.from_frame(own[_KEYS]))[_NAMES]
+
+
 def mean_differences(x: pd.DataFrame, policy: str, baseline: str = "linux") -> pd.Series:
     """``policy``'s cycles per instruction by cause (and ``total``) less ``baseline``'s on the
     same workload and setting, means over the runs of ``x``; empty without the split."""
     if any(c not in x for c in CAUSES):
         return pd.Series(dtype=float)
-    keys = [k for k in RUN_KEYS if k != "policy"]
-    cpi = pd.concat([x[keys + ["policy"]], per_instruction(x)], axis=1)
-    names = [*CAUSES.values(), "total"]
-    base = cpi[cpi["policy"] == baseline].set_index(keys)[names]
-    own = cpi[cpi["policy"] == policy].set_index(keys)[names]
-    return (own - base.reindex(own.index)).mean()
+    own = _of(x, policy)
+    return (own - _of(x, baseline).reindex(own.index)).mean()
 
 
 def reason_text(d: pd.Series, least: float = 5e-4) -> str:
@@ -72,11 +81,8 @@ def split_lines(r: pd.DataFrame, cores: int, policies: list[str],
     x = r[(r["cores"] == cores) & (r["load"] == 2)]
     if baseline not in set(x["policy"]) or not policies:
         return []
-    keys = [k for k in RUN_KEYS if k != "policy"]
-    cpi = pd.concat([x[keys + ["policy"]], per_instruction(x)], axis=1)
-    base = cpi[cpi["policy"] == baseline].set_index(keys)
-    names = [*CAUSES.values(), "total"]
-    head = ["policy", *names, "instructions per busy core-second"]
+    base = _of(x, baseline)
+    head = ["policy", *_NAMES, "instructions per busy core-second"]
     lines = [f"### Where the busy cycles go, {cores} cores, 2X (cycles per instruction)", "",
              "Measured in each run (the cores' stall tables times what each cache level "
              f"served; the switch path, OS moves and routines as charged): {baseline}'s, then "
@@ -85,16 +91,14 @@ def split_lines(r: pd.DataFrame, cores: int, policies: list[str],
              f"{baseline} does not; at one frequency the last column is {baseline}'s total "
              "over the policy's, less one.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    b = base[names]
-    lines.append("| " + " | ".join([baseline, *[f"{v:.3f}" for v in b.mean()], ""]) + " |")
+    lines.append("| " + " | ".join([baseline, *[f"{v:.3f}" for v in base.mean()], ""])
+                 + " |")
     for p in policies:
-        own = cpi[cpi["policy"] == p].set_index(keys)[names]
-        d = own - b.reindex(own.index)
-        ratio = b["total"].reindex(own.index) / own["total"] - 1.0
-        gm = float(np.exp(np.log1p(ratio.dropna()).mean()) - 1.0) if ratio.notna().any() \
-            else float("nan")
-        lines.append("| " + " | ".join([p, *[f"{v:+.3f}" for v in d.mean()],
-                                        f"{100 * gm:+.1f} %"]) + " |")
+        own = _of(x, p)
+        gain = geomean_change(base["total"].reindex(own.index) / own["total"] - 1.0)
+        lines.append("| " + " | ".join([p, *[f"{v:+.3f}" for v in
+                                             mean_differences(x, p, baseline)],
+                                        f"{100 * gain:+.1f} %"]) + " |")
     return lines + [""]
 
 
