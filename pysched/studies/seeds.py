@@ -11,7 +11,6 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
