@@ -86,3 +86,31 @@ def test_the_headline_says_what_was_measured_behind_each_policy():
     plain = headline_markdown(paper_runs({"schedtask": {"apache": 0.1, "find": 0.1}}))
     assert "- SchedTask: +10.0 % (paper +22.79 %)\n" in plain and "; measured:" not in plain
     assert "Measured in these runs" not in plain
+
+
+def test_the_data_stall_is_split_by_the_level_that_served_it():
+    from test_schedtask_paper_study import paper_runs
+
+    from pysched.studies.schedtask_paper.comparison import headline_markdown
+    from pysched.studies.schedtask_paper.cycle_split import level_lines
+    r = paper_runs({"schedtask": {"apache": 0.1, "find": 0.1}}, loads=(2,))
+    st = r["policy"] == "schedtask"
+    # per 10**9 instructions: linux L2 0.05, L3 0.03, memory 0.02 (data 0.1); schedtask L2
+    # 0.05, L3 0.2, memory 0.05 (data 0.3)
+    r = r.assign(base_cycles=5e8, ifetch_stall_cycles=np.where(st, 1e8, 2e8),
+                 data_stall_l2_cycles=5e7, data_stall_l3_cycles=np.where(st, 2e8, 3e7),
+                 data_stall_memory_cycles=np.where(st, 5e7, 2e7), policy_cycles=0.0)
+    r["data_stall_cycles"] = r[["data_stall_l2_cycles", "data_stall_l3_cycles",
+                                "data_stall_memory_cycles"]].sum(axis=1)
+    r["cycles"] = r[list(CAUSES)].sum(axis=1)
+    text = "\n".join(level_lines(r, ["schedtask"]))
+    assert "| linux | 0.050 | 0.030 | 0.020 | 0.100 |" in text
+    assert "| schedtask | +0.000 | +0.170 | +0.030 | +0.200 |" in text
+    # the headline gives the data stall's change and its split, largest first (the L2's
+    # zero change left out)
+    assert "data stall +0.200 [L3 +0.170, memory +0.030]" in headline_markdown(r)
+    # runs stored before the split: no table, and the headline without brackets
+    old = r.drop(columns=["data_stall_l3_cycles"])
+    assert level_lines(old, ["schedtask"]) == []
+    head = headline_markdown(old)
+    assert "data stall +0.200" in head and "[L3" not in head

@@ -118,10 +118,12 @@ def test_invariants_hold_for_every_policy(wf, policy, cores, load, max_chunk):
         total = total + e
     assert total.instructions.sum() == w.total_insns * load
     assert total.cache.served.sum() == sum(len(fp.icount[v]) for v in w.vcpus) * load
-    # the stall cycles split by access kind add up to the stall cycles, epoch by epoch
+    # the stall cycles split by access kind and level add up to the stall cycles, epoch by
+    # epoch, and an L1 hit stalls for nothing
     for e in epochs:
-        np.testing.assert_allclose(e.stall_kind_cycles.sum(axis=1), e.stall_cycles,
+        np.testing.assert_allclose(e.stall_split_cycles.sum(axis=(1, 2)), e.stall_cycles,
                                    rtol=1e-9, atol=1e-6)
+        assert (e.stall_split_cycles[:, :, 0] == 0).all()
 
 
 @settings(max_examples=25, deadline=None)

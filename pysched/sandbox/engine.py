@@ -613,13 +613,14 @@ class Engine:
             np.array(self.s_task_want).reshape(self.K, -1), self.s_wait, self.s_waits, self.s_lat,
             self.s_irqs, self.s_bh_lat, self.s_bhs, self.s_events, cache,
             self.s_switch_insns.copy(), self.s_charged.copy(), self.s_idle_none,
-            self.s_idle_wait, self._stall_by_kind(cache))
+            self.s_idle_wait, self._stall_split(cache))
 
-    def _stall_by_kind(self, cache) -> np.ndarray:
-        """Stall cycles so far per core and access kind: what each level served of the
-        workload's classes (every class but the switch path's) times the stall table."""
+    def _stall_split(self, cache) -> np.ndarray:
+        """Stall cycles so far per core, access kind and serving level: what each level
+        served of the workload's classes (every class but the switch path's) times the stall
+        table."""
         served = cache.served[:, :self.sched_class].sum(axis=1)
-        return (served * self._stall3).sum(axis=2)
+        return served * self._stall3
 
     # --- items --------------------------------------------------------------------------------
     def work(self, g: int) -> Work:

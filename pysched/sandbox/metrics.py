@@ -56,11 +56,12 @@ class SandboxStats(Record):
     idle_no_work_s, idle_work_waiting_s : float
         Idle core-seconds with nothing queued anywhere, and with an item queued on some
         core (their sum is the idle core time).
-    stall_kind_cycles : numpy.ndarray, shape (cores, 3)
-        ``stall_cycles`` by access kind (instruction fetch, load, store): the workload's
-        accesses each level served times the core's stall per access there
-        (:func:`~pysched.models.cores.timing.stall_table`); the switch path's are in
-        ``switch_cycles``.
+    stall_split_cycles : numpy.ndarray, shape (cores, 3, 4)
+        ``stall_cycles`` by access kind (instruction fetch, load, store) and the level that
+        served the access (L1, L2, L3, memory): the workload's accesses each level served
+        times the core's stall per access there
+        (:func:`~pysched.models.cores.timing.stall_table`; an L1 hit stalls for nothing);
+        the switch path's are in ``switch_cycles``.
     """
 
     elapsed_s: float
@@ -91,7 +92,7 @@ class SandboxStats(Record):
     charged_cycles: np.ndarray
     idle_no_work_s: float
     idle_work_waiting_s: float
-    stall_kind_cycles: np.ndarray
+    stall_split_cycles: np.ndarray
 
     @property
     def cycles(self) -> np.ndarray:
@@ -194,8 +195,13 @@ def stats_row(s: SandboxStats, app_classes: np.ndarray) -> dict[str, float]:
         "switch_insns": int(s.switch_insns.sum()),
         "policy_cycles": float(s.charged_cycles.sum()),
         "base_cycles": float(s.base_cycles.sum()),
-        "ifetch_stall_cycles": float(s.stall_kind_cycles[:, 0].sum()),
-        "data_stall_cycles": float(s.stall_kind_cycles[:, 1:].sum()),
+        "ifetch_stall_cycles": float(s.stall_split_cycles[:, 0].sum()),
+        "data_stall_cycles": float(s.stall_split_cycles[:, 1:].sum()),
+        # which level served the data accesses that stalled: the L2 (an L1d miss), the
+        # shared L3 (a private-cache miss) or memory (a last-level miss)
+        "data_stall_l2_cycles": float(s.stall_split_cycles[:, 1:, 1].sum()),
+        "data_stall_l3_cycles": float(s.stall_split_cycles[:, 1:, 2].sum()),
+        "data_stall_memory_cycles": float(s.stall_split_cycles[:, 1:, 3].sum()),
         "switch_share": share(s.switch_cycles.sum()),
         "migration_share": share(s.migration_cycles.sum()),
         "policy_share": share(s.charged_cycles.sum()),

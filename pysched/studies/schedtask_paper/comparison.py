@@ -21,7 +21,7 @@ from pysched.constants import LOAD_MACHINE
 from pysched.evaluation.report import geomean_change
 from pysched.evaluation.runner import RUN_KEYS, performance
 
-from .cycle_split import mean_differences, reason_text, split_lines
+from .cycle_split import level_differences, mean_differences, reason_text, split_lines
 
 #: Our workload names (``pysched trace --list``) -> the paper's (section 4.2), in its order.
 WORKLOADS: dict[str, str] = {
@@ -514,7 +514,8 @@ def _measured(x: pd.DataFrame, policy: str, baseline: str) -> str:
         if np.isfinite(own) and np.isfinite(base):
             parts.append(f"idle with work queued {100 * own:.1f} % of core time "
                          f"({baseline} {100 * base:.1f} %)")
-    if why := reason_text(mean_differences(x, policy, baseline)):
+    if why := reason_text(mean_differences(x, policy, baseline),
+                          level_differences(x, policy, baseline)):
         parts.append(why)
     return ("; measured: " + "; ".join(parts)) if parts else ""
 

@@ -27,6 +27,14 @@ CAUSES: dict[str, str] = {
     "policy_cycles": "policy routines",
 }
 
+#: The run columns that split the data stall by the level that served the access: an L1d
+#: miss the L2 served, a private-cache miss the shared L3 served, a last-level miss.
+DATA_LEVELS: dict[str, str] = {
+    "data_stall_l2_cycles": "L2",
+    "data_stall_l3_cycles": "L3",
+    "data_stall_memory_cycles": "memory",
+}
+
 
 def per_instruction(runs: pd.DataFrame) -> pd.DataFrame:
     """Each run's cycles per instruction by cause (:data:`CAUSES`), and their sum ``total``
@@ -59,15 +67,45 @@ def mean_differences(x: pd.DataFrame, policy: str, baseline: str = "linux") -> p
     return (own - _of(x, baseline).reindex(own.index)).mean()
 
 
-def reason_text(d: pd.Series, least: float = 5e-4) -> str:
+def _levels_of(x: pd.DataFrame, policy: str) -> pd.DataFrame:
+    """``policy``'s data stall cycles per instruction by serving level (:data:`DATA_LEVELS`),
+    indexed by trace and setting."""
+    own = x[x["policy"] == policy]
+    ins = own["instructions"].astype(float).where(own["instructions"] > 0)
+    out = pd.DataFrame({name: own[col] / ins for col, name in DATA_LEVELS.items()})
+    return out.set_index(pd.MultiIndex.from_frame(own[_KEYS]))
+
+
+def level_differences(x: pd.DataFrame, policy: str, baseline: str = "linux") -> pd.Series:
+    """``policy``'s data stall cycles per instruction by serving level less ``baseline``'s
+    on the same workload and setting, means over the runs of ``x``; empty without the
+    split."""
+    if any(c not in x for c in DATA_LEVELS):
+        return pd.Series(dtype=float)
+    own = _levels_of(x, policy)
+    return (own - _levels_of(x, baseline).reindex(own.index)).mean()
+
+
+def _largest_first(d: pd.Series, least: float) -> pd.Series:
+    return d[d.abs() >= least].sort_values(key=abs, ascending=False)
+
+
+def reason_text(d: pd.Series, levels: pd.Series | None = None, least: float = 5e-4) -> str:
     """The causes of :func:`mean_differences` as one line, largest change first (changes
-    under ``least`` cycles per instruction left out)."""
+    under ``least`` cycles per instruction left out); the data stall's change followed by its
+    split by serving level in brackets (``levels``, :func:`level_differences`) where given."""
     if d.empty or not np.isfinite(d["total"]):
         return ""
-    parts = d.drop("total")
-    parts = parts[parts.abs() >= least].sort_values(key=abs, ascending=False)
+    parts = _largest_first(d.drop("total"), least)
+    split = (_largest_first(levels, least) if levels is not None and not levels.empty
+             else pd.Series(dtype=float))
+
+    def one(k: str, v: float) -> str:
+        if k != CAUSES["data_stall_cycles"] or not len(split):
+            return f"{k} {v:+.3f}"
+        return f"{k} {v:+.3f} [" + ", ".join(f"{n} {w:+.3f}" for n, w in split.items()) + "]"
     return (f"cycles per instruction {d['total']:+.3f}"
-            + (" (" + ", ".join(f"{k} {v:+.3f}" for k, v in parts.items()) + ")"
+            + (" (" + ", ".join(one(k, v) for k, v in parts.items()) + ")"
                if len(parts) else ""))
 
 
@@ -99,7 +137,30 @@ def split_lines(r: pd.DataFrame, cores: int, policies: list[str],
         lines.append("| " + " | ".join([p, *[f"{v:+.3f}" for v in
                                              mean_differences(x, p, baseline)],
                                         f"{100 * gain:+.1f} %"]) + " |")
+    return lines + [""] + level_lines(x, policies, baseline)
+
+
+def level_lines(x: pd.DataFrame, policies: list[str], baseline: str = "linux") -> list[str]:
+    """The data stall of :func:`split_lines` by the level that served the access: the
+    baseline's cycles per instruction, then each policy's difference; empty when the runs do
+    not have the split."""
+    if any(c not in x for c in DATA_LEVELS):
+        return []
+    base = _levels_of(x, baseline).mean()
+    head = ["policy", *DATA_LEVELS.values(), "data stall"]
+    lines = ["Data stall by the level that served the access (cycles per instruction): the "
+             "L2 serves an L1d miss, the shared L3 a miss of the core's private caches (a "
+             "thread's data left in another core's L1d and L2 is served from here or "
+             "memory), memory a miss of the L3.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines.append("| " + " | ".join([baseline, *[f"{v:.3f}" for v in base],
+                                     f"{base.sum():.3f}"]) + " |")
+    for p in policies:
+        d = level_differences(x, p, baseline)
+        lines.append("| " + " | ".join([p, *[f"{v:+.3f}" for v in d], f"{d.sum():+.3f}"])
+                     + " |")
     return lines + [""]
 
 
-__all__ = ["CAUSES", "mean_differences", "per_instruction", "reason_text", "split_lines"]
+__all__ = ["CAUSES", "DATA_LEVELS", "level_differences", "level_lines", "mean_differences",
+           "per_instruction", "reason_text", "split_lines"]
