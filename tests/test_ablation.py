@@ -27,7 +27,7 @@ def test_factors_parse_with_their_default_first():
     ("switch_cost=free", "switch_cost has settings traced, flat, zero; got free"),
     ("schedtask:steals=same", "policy 'schedtask' has no parameter 'steals'"),
     ("schedtask:steal=same,most", "steal must be one of same, any"),
-    ("hrrs:quantum_ms=1,4", "'hrrs' is neither the policy nor the baseline"),
+    ("hrrs:quantum_ms=1,4", "'hrrs' is neither a policy under study nor the baseline"),
     ("schedtask:steal", "a policy factor is NAME:param=v1,v2"),
 ])
 def test_bad_factors_are_named_with_the_choices(spec, msg):
@@ -51,7 +51,7 @@ def test_the_defaults_row_is_a_plain_evaluation():
     trace = str(DATA / "iscp")
     factors = list(FACTORS.values())
     confs, pts = points([trace], "schedtask", "linux", 2, 1, 1, factors)
-    point = pts[(trace, 0, "policy")]
+    point = pts[("schedtask", trace, 0, "policy")]
     _, runs = run_point(point)
     # the point's canonical spec is schedtask's defaults made explicit (heatmap_bits=512)
     _, plain = evaluate([cached_trace(point.trace)], [point.policy], [2], [1],
@@ -60,8 +60,22 @@ def test_the_defaults_row_is_a_plain_evaluation():
     pd.testing.assert_frame_equal(runs[cols].reset_index(drop=True),
                                   plain[cols].reset_index(drop=True), check_dtype=False)
     # each factor's runs differ from the defaults only in what that factor sets
-    flat = pts[(trace, [c.setting for c in confs].index("flat"), "policy")]
+    flat = pts[("schedtask", trace, [c.setting for c in confs["schedtask"]].index("flat"),
+                "policy")]
     assert flat.switch_cost == "flat" and dict(flat.model)["os_migration_cycles"] == 0
+
+
+def test_policies_share_the_baselines_runs_and_keep_their_own_factors():
+    trace = str(DATA / "iscp")
+    factors = [FACTORS["switch_cost"], parse_factor("schedtask:steal=same,any",
+                                                    ["schedtask", "slicc"], "linux")]
+    confs, pts = points([trace], ["schedtask", "slicc"], "linux", 2, 1, 1, factors)
+    # slicc has no steal factor: its configurations leave it out
+    assert ("schedtask:steal", "any") in [(c.factor, c.setting) for c in confs["schedtask"]]
+    assert "schedtask:steal" not in [c.factor for c in confs["slicc"]]
+    # the baseline's run at the defaults is one point for both policies
+    assert pts[("schedtask", trace, 0, "baseline")] == pts[("slicc", trace, 0, "baseline")]
+    assert len(set(pts.values())) < len(pts)
 
 
 def test_ablate_refuses_bad_input_before_any_replay(tmp_path, capsys):
@@ -77,20 +91,30 @@ def test_ablate_refuses_bad_input_before_any_replay(tmp_path, capsys):
 
 def test_ablate_writes_its_tables_and_resumes(tmp_path, capsys):
     out = tmp_path / "abl"
-    args = ["ablate", str(DATA / "iscp"), "--policy", "schedtask", "--baseline", "linux",
-            "--cores", "2", "--load", "1", "--epochs", "1", "--workers", "1",
-            "--factor", "schedtask:steal=same,any", "--out", str(out)]
+    args = ["ablate", str(DATA / "iscp"), "--policy", "schedtask", "--policy", "slicc",
+            "--baseline", "linux", "--cores", "2", "--load", "1", "--epochs", "1",
+            "--workers", "1", "--factor", "schedtask:steal=same,any", "--out", str(out)]
     assert main(args) == 0
+    # the policies share the baseline's runs: each distinct point runs once
+    _, pts = points([str(DATA / "iscp")], ["schedtask", "slicc"], "linux", 2, 1, 1,
+                    [*FACTORS.values(), parse_factor("schedtask:steal=same,any",
+                                                     ["schedtask", "slicc"], "linux")])
+    n = len(set(pts.values()))
+    assert n < len(pts) and f"{n} runs: {n} to run" in capsys.readouterr().err
     df = pd.read_csv(out / "ablation.csv")
     assert set(df["factor"]) == {"defaults", "paper", "schedtask:steal", *FACTORS}
+    assert set(df.loc[df["study"] == "slicc", "factor"]) == {"defaults", "paper", *FACTORS}
     assert {"gain", "policy_idle_no_work", "baseline_idle_work_waiting",
             "policy_switch_share", "baseline_icache_os"} <= set(df.columns)
     text = (out / "ablation.md").read_text()
-    assert text.startswith("# Ablation: schedtask against linux")
-    # its one line, for a study's headline, agrees with ablation.md's verdict
+    assert text.startswith("# Ablation: schedtask, slicc against linux")
+    assert "## schedtask against linux" in text and "## slicc against linux" in text
+    # its one line per policy, for a study's headline, agrees with ablation.md's verdict
     why = read_verdicts([out])
-    assert list(why) == ["schedtask"] and "over linux at the defaults (1 traces)" in why["schedtask"]
-    factor = text.split("The factor that moves it most: ")[1].split(" (")[0]
+    assert list(why) == ["schedtask", "slicc"]
+    assert "over linux at the defaults (1 traces)" in why["schedtask"]
+    part = text.split("## schedtask against linux")[1].split("## slicc against linux")[0]
+    factor = part.split("The factor that moves it most: ")[1].split(" (")[0]
     assert f"the rule that moves it most: {factor} (" in why["schedtask"]
     with pytest.raises(AblationError, match=f"{tmp_path / 'none' / 'ablation.csv'}"):
         read_verdicts([tmp_path / "none"])

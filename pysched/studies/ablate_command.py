@@ -12,11 +12,14 @@ from pysched.policies.files import add_argument as add_policy_file_argument
 
 from . import on_dask
 
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("traces", nargs="+", metavar="TRACE", help="trace directories")
-    p.add_argument("--policy", required=True,
-                   help="the policy under study, optionally NAME:key=value (see `pysched "
-                        "evaluate --list`)")
+    p.add_argument("--policy", required=True, action="append", dest="policies",
+                   metavar="POLICY",
+                   help="a policy under study, optionally NAME:key=value (see `pysched "
+                        "evaluate --list`); repeatable: the policies share the baseline's "
+                        "runs")
     add_policy_file_argument(p)
     p.add_argument("--baseline", default="linux", help="the policy it is compared with "
                    "(default linux)")
@@ -56,13 +59,14 @@ def run(args: argparse.Namespace) -> int:
         load_policy_files(args.policy_file)
     except PolicyFileError as e:
         return err(str(e))
-    for what, spec in (("--policy", args.policy), ("--baseline", args.baseline)):
+    policies = list(dict.fromkeys(args.policies))
+    for what, spec in [*(("--policy", p) for p in policies), ("--baseline", args.baseline)]:
         try:
             get_policy(spec)
         except ValueError as e:
             return err(f"{what}: {e}")
     try:
-        given = [parse_factor(f, args.policy, args.baseline) for f in args.factor]
+        given = [parse_factor(f, policies, args.baseline) for f in args.factor]
     except AblationError as e:
         return err(str(e))
     factors = {f.name: f for f in FACTORS.values()}
@@ -78,23 +82,22 @@ def run(args: argparse.Namespace) -> int:
         base = on_dask.load_machine(args.machine)
         for t in args.traces:  # the checker's cheap checks before any long work
             preflight(t)
-        confs, pts = points(args.traces, args.policy, args.baseline, args.cores, args.load,
+        confs, pts = points(args.traces, policies, args.baseline, args.cores, args.load,
                             args.epochs, factors, args.epoch_ms, base)
     except (TraceError, SweepSpecError, ValueError) as e:
         return err(str(e))
     from pysched._outdir import OutputError, locked_dir
     try:
         with locked_dir(args.out):
-            return _run(args, confs, pts, factors, err)
+            return _run(args, policies, confs, pts, factors, err)
     except OutputError as e:
         return err(str(e))
 
 
-def _run(args: argparse.Namespace, confs: list, pts: dict, factors: list,
-         err: Callable[[str], int]) -> int:
+def _run(args: argparse.Namespace, policies: list[str], confs: dict, pts: dict,
+         factors: list, err: Callable[[str], int]) -> int:
     """Run the ablation's points and write its tables into ``args.out``, which this command
     holds."""
-    from pysched.policies import REGISTRY
     from pysched.sweep.store import ResultStore
 
     from .ablation import markdown, table
@@ -102,11 +105,10 @@ def _run(args: argparse.Namespace, confs: list, pts: dict, factors: list,
     if status := on_dask.run_points(todo, args.out, args, "ablate", err):
         return status
     df = table(confs, pts, ResultStore(args.out / "points").read(todo, kind="runs"))
-    paper = dict(REGISTRY[args.policy.partition(":")[0]].paper_model)
     df.to_csv(args.out / ".ablation.csv.tmp", index=False)
     os.replace(args.out / ".ablation.csv.tmp", args.out / "ablation.csv")
-    text = markdown(df, factors, args.policy, args.baseline, args.cores, args.load,
-                    args.epochs, paper)
+    text = markdown(df, factors, policies, args.baseline, args.cores, args.load,
+                    args.epochs)
     _write(args.out / "ablation.md", text + "\n")
     print(text)
     return 0

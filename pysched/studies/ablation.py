@@ -1,7 +1,8 @@
 """An ablation of the sandbox's model: what decides a policy's result against a baseline.
 
 Each **factor** is a rule of the model with its settings; the first setting is the default
-(:data:`FACTORS`). The study runs the policy and the baseline on every trace at
+(:data:`FACTORS`). The study runs each policy under study and the baseline on every trace
+at
 
 * ``defaults``: every factor at its default (a plain ``pysched evaluate`` with the same
   cores, load and window);
@@ -82,19 +83,23 @@ class AblationError(ValueError):
     """A bad factor, setting or policy parameter (the message names it and the choices)."""
 
 
-def policy_factor(spec: str, policy: str, baseline: str) -> Factor:
-    """A policy parameter as a factor: ``NAME:param=v1,v2,...`` (``NAME`` is the policy's or
-    the baseline's registry name; ``v1`` is the default setting)."""
+def _names(policies: str | Sequence[str]) -> list[str]:
+    return [policies] if isinstance(policies, str) else list(policies)
+
+
+def policy_factor(spec: str, policies: str | Sequence[str], baseline: str) -> Factor:
+    """A policy parameter as a factor: ``NAME:param=v1,v2,...`` (``NAME`` is the registry
+    name of one of the ``policies`` or of the baseline; ``v1`` is the default setting)."""
     name, sep, rest = spec.partition(":")
     param, eq, values = rest.partition("=")
     settings = tuple(v.strip() for v in values.split(",") if v.strip())
     if not (sep and eq and param.strip() and settings):
         raise AblationError(f"--factor {spec!r}: a policy factor is NAME:param=v1,v2 (e.g. "
                             f"schedtask:steal=same,any)")
-    names = {policy.partition(":")[0], baseline.partition(":")[0]}
+    names = {p.partition(":")[0] for p in _names(policies)} | {baseline.partition(":")[0]}
     if name not in names:
-        raise AblationError(f"--factor {spec!r}: {name!r} is neither the policy nor the "
-                            f"baseline ({', '.join(sorted(names))})")
+        raise AblationError(f"--factor {spec!r}: {name!r} is neither a policy under study nor "
+                            f"the baseline ({', '.join(sorted(names))})")
     cls = REGISTRY[name]
     params = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
     if param.strip() not in params:
@@ -108,11 +113,11 @@ def policy_factor(spec: str, policy: str, baseline: str) -> Factor:
     return Factor(f"{name}:{param.strip()}", settings, f"{name}'s parameter {param.strip()}")
 
 
-def parse_factor(spec: str, policy: str, baseline: str) -> Factor:
+def parse_factor(spec: str, policies: str | Sequence[str], baseline: str) -> Factor:
     """A ``--factor``: a model factor restricted to some settings (``idle_retry=on,off``) or
     a policy parameter (:func:`policy_factor`)."""
     if ":" in spec.partition("=")[0]:
-        return policy_factor(spec, policy, baseline)
+        return policy_factor(spec, policies, baseline)
     name, eq, values = spec.partition("=")
     f = FACTORS.get(name.strip())
     if f is None:
@@ -128,6 +133,13 @@ def parse_factor(spec: str, policy: str, baseline: str) -> Factor:
     # the default stays first: every other setting is a change from it
     return Factor(f.name, (f.settings[0],) + tuple(v for v in settings if v != f.settings[0]),
                   f.what)
+
+
+def factors_of(factors: Sequence[Factor], policy: str, baseline: str) -> list[Factor]:
+    """The ``factors`` that apply to ``policy`` against ``baseline``: every model factor and
+    the parameters of these two policies."""
+    names = {policy.partition(":")[0], baseline.partition(":")[0]}
+    return [f for f in factors if ":" not in f.name or f.name.partition(":")[0] in names]
 
 
 @dataclass(frozen=True)
@@ -161,50 +173,57 @@ def _policy_spec(base: str, changes: dict[str, str]) -> str:
     return ":".join([base, *extra]) if extra else base
 
 
-def points(traces: Sequence[str], policy: str, baseline: str, cores: int, load: int,
-           epochs: int | None, factors: Sequence[Factor], epoch_ms: float = 3.0,
-           machine=None) -> tuple[list[Configuration], dict[tuple, Any]]:
-    """The study's configurations and its sweep points, keyed by (trace, configuration index,
-    "policy" or "baseline")."""
+def points(traces: Sequence[str], policies: str | Sequence[str], baseline: str, cores: int,
+           load: int, epochs: int | None, factors: Sequence[Factor], epoch_ms: float = 3.0,
+           machine=None) -> tuple[dict[str, list[Configuration]], dict[tuple, Any]]:
+    """Each policy's configurations (:func:`configurations` of the factors that apply to it,
+    :func:`factors_of`) and the study's sweep points, keyed by (policy, trace, configuration
+    index, "policy" or "baseline"). A baseline run the policies share is one point."""
     from pysched.sweep.spec import Point, canonical_policy
     from pysched.sweep.geometry import base_machine
-    cls = REGISTRY[policy.partition(":")[0]]
-    confs = configurations(factors, dict(cls.paper_model))
     m = machine if machine is not None else base_machine(32, 3)
-    defaults = {f.name: f.settings[0] for f in factors}
+    confs: dict[str, list[Configuration]] = {}
     out = {}
-    for t in traces:
-        for i, conf in enumerate(confs):
-            settings = {**defaults, **dict(conf.changes)}
-            cfg: dict[str, Any] = {}
-            for f in factors:
-                if ":" not in f.name:
-                    cfg.update(f.config(settings[f.name]))
-            switch = cfg.pop("switch_cost", SWITCH_COSTS[0])
-            model = tuple(sorted(cfg.items()))
-            for role, spec in (("policy", policy), ("baseline", baseline)):
-                p, bits = canonical_policy(_policy_spec(spec, settings), f"--{role}")
-                out[(t, i, role)] = Point(str(Path(t).resolve()), p, cores, load,
-                                          LOAD_MACHINE, 32, 3, bits, epoch_ms, m, switch,
-                                          model, epochs)
+    for policy in _names(policies):
+        mine = factors_of(factors, policy, baseline)
+        cls = REGISTRY[policy.partition(":")[0]]
+        confs[policy] = configurations(mine, dict(cls.paper_model))
+        defaults = {f.name: f.settings[0] for f in mine}
+        for t in traces:
+            for i, conf in enumerate(confs[policy]):
+                settings = {**defaults, **dict(conf.changes)}
+                cfg: dict[str, Any] = {}
+                for f in mine:
+                    if ":" not in f.name:
+                        cfg.update(f.config(settings[f.name]))
+                switch = cfg.pop("switch_cost", SWITCH_COSTS[0])
+                model = tuple(sorted(cfg.items()))
+                for role, spec in (("policy", policy), ("baseline", baseline)):
+                    p, bits = canonical_policy(_policy_spec(spec, settings), f"--{role}")
+                    out[(policy, t, i, role)] = Point(str(Path(t).resolve()), p, cores, load,
+                                                      LOAD_MACHINE, 32, 3, bits, epoch_ms, m,
+                                                      switch, model, epochs)
     return confs, out
 
 
-def table(confs: Sequence[Configuration], pts: dict[tuple, Any], runs: pd.DataFrame
+def table(confs: dict[str, list[Configuration]], pts: dict[tuple, Any], runs: pd.DataFrame
           ) -> pd.DataFrame:
-    """``ablation.csv``: one row per (trace, factor, setting) from the points' run rows."""
+    """``ablation.csv``: one row per (policy, trace, factor, setting) from the points' run
+    rows; ``policy`` is the run's policy spec (a policy factor changes its parameters) and
+    ``study`` the policy under study as given."""
     by_key = runs.set_index("point")
     rows = []
-    for (t, i, role), p in pts.items():
+    for (study, t, i, role), p in pts.items():
         if role != "policy":
             continue
-        b = pts[(t, i, "baseline")]
+        b = pts[(study, t, i, "baseline")]
         if p.key not in by_key.index or b.key not in by_key.index:
             continue
         x, y = by_key.loc[p.key], by_key.loc[b.key]
         perf = (lambda r: r["events_per_s"] if bool(r["has_events"]) else r["throughput"])
-        row = {"trace": Path(t).name, "factor": confs[i].factor, "setting": confs[i].setting,
-               "policy": p.policy, "baseline": b.policy,
+        conf = confs[study][i]
+        row = {"study": study, "trace": Path(t).name, "factor": conf.factor,
+               "setting": conf.setting, "policy": p.policy, "baseline": b.policy,
                "measure": "events/s" if bool(x["has_events"]) else "instructions/s",
                "gain": perf(x) / perf(y) - 1 if perf(y) > 0 else np.nan}
         for tag, r in (("policy", x), ("baseline", y)):
@@ -257,7 +276,7 @@ def verdict(df: pd.DataFrame) -> str:
 
 def read_verdicts(dirs: Sequence[Path]) -> dict[str, str]:
     """``{policy: "<verdict> (DIR/ablation.md)"}`` from the ``ablation.csv`` that
-    ``pysched ablate`` wrote into each directory.
+    ``pysched ablate`` wrote into each directory, one entry per policy under study.
 
     Raises
     ------
@@ -276,24 +295,56 @@ def read_verdicts(dirs: Sequence[Path]) -> dict[str, str]:
         if missing:
             raise AblationError(f"{path}: not an ablation table (no column "
                                 f"{', '.join(sorted(missing))})")
-        # a policy factor changes the policy's parameters: group by its name
-        names = df["policy"].astype(str).str.partition(":")[0]
+        # a policy factor changes the policy's parameters: group by the policy under study
+        names = (df["study"].astype(str) if "study" in df
+                 else df["policy"].astype(str).str.partition(":")[0])
         for name, part in df.groupby(names, sort=False):
             out[str(name)] = f"{verdict(part)} ([ablation]({Path(d) / 'ablation.md'}))"
     return out
 
 
-def markdown(df: pd.DataFrame, factors: Sequence[Factor], policy: str, baseline: str,
-             cores: int, load: int, epochs: int | None, paper: dict[str, str]) -> str:
-    """``ablation.md``: the verdict first (which factor moves the gain most), then per trace
-    the table of every configuration."""
+def markdown(df: pd.DataFrame, factors: Sequence[Factor], policies: str | Sequence[str],
+             baseline: str, cores: int, load: int, epochs: int | None) -> str:
+    """``ablation.md``: per policy under study, the verdict first (which factor moves the gain
+    most), then per trace the table of every configuration."""
+    policies = _names(policies)
     window = "the whole replay" if epochs is None else f"a window of {epochs} epochs"
-    lines = [f"# Ablation: {policy} against {baseline}", "",
+    lines = [f"# Ablation: {', '.join(policies)} against {baseline}", "",
              f"{cores} cores, load {load}X, {window}. Gain: the policy's performance over the "
              f"baseline's (events per second where the workload defines events, else "
-             f"instructions per second), each configuration run for both.", ""]
+             f"instructions per second), each configuration run for both.", "",
+             "Factors (the first setting is the default):", ""]
+    lines += [f"- **{f.name}** ({', '.join(f.settings)}): {f.what}" for f in factors]
+    lines.append("")
     if df.empty:
         return "\n".join(lines + ["No finished run.", ""])
+    many = len(policies) > 1
+    if many:
+        lines += ["| policy | gain at the defaults | the factor that moves it most | with the "
+                  "paper's assumptions |", "|---|---|---|---|"]
+        for study in policies:
+            part = df[df["study"] == study]
+            if part.empty:
+                continue
+            g, base, most = _gains(part)
+            mv = "-" if most is None else \
+                f"{most[0][0]} = {most[0][1]} ({_pct(g[most[0]], True)})"
+            pap = [v for k, v in g.items() if k[0] == "paper"]
+            lines.append(f"| {study} | {_pct(base, True)} | {mv} | "
+                         f"{_pct(pap[0], True) if pap else '-'} |")
+        lines.append("")
+    for study in policies:
+        part = df[df["study"] == study]
+        lines += _policy_lines(part, study, baseline, "#" * (1 + many))
+    return "\n".join(lines)
+
+
+def _policy_lines(df: pd.DataFrame, policy: str, baseline: str, h: str) -> list[str]:
+    """:func:`markdown`'s part of one policy under study (``h``: its heading level)."""
+    paper = dict(REGISTRY[policy.partition(":")[0]].paper_model)
+    lines = [f"{h}# {policy} against {baseline}", ""] if len(h) > 1 else []
+    if df.empty:
+        return lines + ["No finished run.", ""]
     g, base, most = _gains(df)
     lines += [f"Gain at the defaults (geometric mean over {df['trace'].nunique()} traces): "
               f"{_pct(base, True)}."]
@@ -306,15 +357,13 @@ def markdown(df: pd.DataFrame, factors: Sequence[Factor], policy: str, baseline:
         (_, s), v = pap[0]
         lines += [f"With the paper's stated assumptions ({s if s != '-' else 'the defaults'}):"
                   f" {_pct(v, True)}."]
+    if paper:
+        lines += [f"The paper's assumptions: {', '.join(f'{k}={v}' for k, v in paper.items())}."]
     lines += ["", "| factor | setting | gain (geo. mean) |", "|---|---|---|"]
     lines += [f"| {f} | {s} | {_pct(v, True)} |" for (f, s), v in g.items()]
-    lines += ["", "Factors (the first setting is the default):", ""]
-    lines += [f"- **{f.name}** ({', '.join(f.settings)}): {f.what}" for f in factors]
-    if paper:
-        lines += [f"- **paper**: {', '.join(f'{k}={v}' for k, v in paper.items())}"]
     lines.append("")
     for t, d in df.groupby("trace", sort=False):
-        lines += [f"## {t}", "",
+        lines += [f"{h}## {t}" if len(h) > 1 else f"## {t}", "",
                   "| factor | setting | gain | idle: nothing queued (P / B) | idle: work "
                   "queued (P / B) | switch cycles % (P / B) | migration cycles % (P / B) | "
                   "i$ app (P / B) | i$ OS (P / B) |", "|" + "---|" * 9]
@@ -329,8 +378,8 @@ def markdown(df: pd.DataFrame, factors: Sequence[Factor], policy: str, baseline:
                 f"{pair(x.policy_icache_app, x.baseline_icache_app)} | "
                 f"{pair(x.policy_icache_os, x.baseline_icache_os)} |")
         lines.append("")
-    return "\n".join(lines)
+    return lines
 
 
 __all__ = ["AblationError", "Configuration", "FACTORS", "Factor", "configurations",
-           "markdown", "parse_factor", "points", "read_verdicts", "table", "verdict"]
+           "factors_of", "markdown", "parse_factor", "points", "read_verdicts", "table", "verdict"]
