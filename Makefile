@@ -16,7 +16,7 @@
 #   make evaluate-paper  the study beside the SchedTask paper: every policy at 1X..8X, stealing
 #               and heatmap variants, on the eight shipped workloads (hours; a re-run resumes)
 #   make ablate-paper  which rule of the model decides each technique's result at 2X
-#               (results/ablation/; a re-run resumes)
+#               (results/ablation/; a re-run resumes); make ablate-seeds: HRRS's (seed 001)
 PY      := .venv/bin/python
 PYSCHED := .venv/bin/pysched
 RUN_OUT ?= results
@@ -66,7 +66,7 @@ SEED_TRACES := netserver-10b netserver-100kb netserver-1mb apache-short chase-la
     chase-small chase-mid
 
 .PHONY: setup plugin guest run demo test test-all test-kernel2 bench bench-tracer clean bench-models trace \
-	data bench-analysis bench-sandbox evaluate sweep notebook evaluate-paper ablate-paper data-seeds \
+	data bench-analysis bench-sandbox evaluate sweep notebook evaluate-paper ablate-paper ablate-seeds data-seeds \
 	bench-run
 
 setup:
@@ -177,6 +177,17 @@ ABLATE_ARGS ?= --cores 8 --load 2 --epochs 5 --factor schedtask:steal=same,any
 ablate-paper: setup
 	$(PYSCHED) ablate $(addprefix data/,$(DATA_WORKLOADS)) \
 	    $(addprefix --policy ,$(ABLATE_POLICIES)) $(ABLATE_ARGS) --out $(ABLATE_OUT)
+
+# The same for seed 001: HRRS against linux on barrier, seed 001's machine (one big and three
+# small cores), one copy, the whole replay; then the seeds' summary with its one-line reason
+# (results/seeds-ablated/summary.md).
+ABLATE_SEEDS_OUT ?= results/ablation-seeds
+ablate-seeds: setup
+	$(PYSCHED) ablate data/barrier --policy hrrs --baseline linux \
+	    --machine machines/seed001-acmp.toml --cores 4 --load 1 --out $(ABLATE_SEEDS_OUT)
+	rm -rf results/seeds-ablated
+	$(PYSCHED) seeds --data data --ablation $(ABLATE_SEEDS_OUT) --out results/seeds-ablated \
+	    > /dev/null
 
 test: plugin guest
 	$(PY) -m pytest -q -m "not slow"

@@ -128,3 +128,42 @@ def test_the_example_machine_file_is_seed_001s_machine():
     from pysched.models.machine import MachineConfig
     root = Path(__file__).resolve().parents[1]
     assert MachineConfig.load(root / "machines" / "seed001-acmp.toml") == acmp_machine()
+
+
+def _csv(d: Path, rows: list[tuple]) -> Path:
+    d.mkdir()
+    pd.DataFrame(rows, columns=["study", "trace", "factor", "setting", "policy", "baseline",
+                                "gain"]).to_csv(d / "ablation.csv", index=False)
+    return d
+
+
+def test_the_ablations_table_sets_each_policys_gain_per_rule_side_by_side(tmp_path):
+    from pysched.studies.ablation import gains_markdown, read_tables
+    d = _csv(tmp_path / "abl", [
+        ("schedtask", "a", "defaults", "-", "schedtask", "linux", 0.21),
+        ("schedtask", "b", "defaults", "-", "schedtask", "linux", -0.01),
+        ("schedtask", "a", "switch_cost", "zero", "schedtask", "linux", 0.44),
+        ("schedtask", "b", "switch_cost", "zero", "schedtask", "linux", 0.0),
+        ("schedtask", "a", "schedtask:steal", "any", "schedtask:steal=any", "linux", 0.1),
+        ("schedtask", "b", "schedtask:steal", "any", "schedtask:steal=any", "linux", 0.1),
+        ("schedtask", "a", "paper", "switch_cost=zero", "schedtask", "linux", 0.44),
+        ("schedtask", "b", "paper", "switch_cost=zero", "schedtask", "linux", 0.0),
+        ("slicc", "a", "defaults", "-", "slicc", "linux", -0.5),
+        ("slicc", "b", "defaults", "-", "slicc", "linux", -0.5),
+        ("slicc", "a", "switch_cost", "zero", "slicc", "linux", 0.0),
+        ("slicc", "b", "switch_cost", "zero", "slicc", "linux", 0.0),
+    ])
+    text = gains_markdown(read_tables([d]))
+    # geometric means of 1 + gain: sqrt(1.21 * 0.99) - 1 = +9.4 %, sqrt(1.44) - 1 = +20 %
+    assert "| factor | setting | schedtask over linux | slicc over linux |" in text
+    assert "| defaults | - | +9.4 % | -50.0 % |" in text
+    assert "| switch_cost | zero | +20.0 % | +0.0 % |" in text
+    assert "| schedtask:steal | any | +10.0 % | - |" in text  # no such rule for slicc
+    assert "| paper | each policy's stated assumptions | +20.0 % | - |" in text
+    assert "geometric mean over 2 traces" in text
+    assert gains_markdown(read_tables([])) == ""
+    # a table written before --policy was repeatable has no study column: the policy's name
+    old = _csv(tmp_path / "old", [("x", "a", "defaults", "-", "schedtask:steal=any", "linux",
+                                   0.1)]).joinpath("ablation.csv")
+    pd.read_csv(old).drop(columns=["study"]).to_csv(old, index=False)
+    assert set(read_tables([old.parent])["study"]) == {"schedtask"}

@@ -165,6 +165,15 @@ def test_the_summary_is_written_from_the_stored_points(tmp_path):
     assert "| schedtask | +10.0 | +20.0 |" in text  # Fig 7, the paper's order: Find, Apache
     assert "### Fig 9" in text and (tmp_path / "paper-8cores.png").stat().st_size > 0
     assert {"epochs.parquet", "summary.md", "epochs.png"} <= {f.name for f in tmp_path.iterdir()}
+    assert "What decides each result" not in text
+    # an ablation's table goes after the paper comparison
+    abl = pd.DataFrame({"study": "schedtask", "trace": ["apache", "find"],
+                        "factor": "defaults", "setting": "-", "policy": "schedtask",
+                        "baseline": "linux", "gain": [0.1, 0.1], "dir": "abl"})
+    text = summarise(grid, tmp_path, ablation=abl)
+    part = text.split("## What decides each result (ablation)")[1]
+    assert text.index("## Beside the paper") < text.index("## What decides each result")
+    assert "| defaults | - | +10.0 % |" in part
     with pytest.raises(ValueError, match="no finished point"):
         summarise(grid, tmp_path / "none")
 

@@ -274,16 +274,17 @@ def verdict(df: pd.DataFrame) -> str:
             f"{d * 100:+.1f} points)")
 
 
-def read_verdicts(dirs: Sequence[Path]) -> dict[str, str]:
-    """``{policy: "<verdict> (DIR/ablation.md)"}`` from the ``ablation.csv`` that
-    ``pysched ablate`` wrote into each directory, one entry per policy under study.
+def read_tables(dirs: Sequence[Path]) -> pd.DataFrame:
+    """The ``ablation.csv`` tables that ``pysched ablate`` wrote into ``dirs``, one frame with
+    the directory in column ``dir`` and the policy under study in ``study`` (tables written
+    before ``--policy`` was repeatable have none: their policy's registry name).
 
     Raises
     ------
     AblationError
         Naming the file, when one is missing, unreadable or lacks a column.
     """
-    out: dict[str, str] = {}
+    frames = []
     for d in dirs:
         path = Path(d) / "ablation.csv"
         try:
@@ -295,12 +296,54 @@ def read_verdicts(dirs: Sequence[Path]) -> dict[str, str]:
         if missing:
             raise AblationError(f"{path}: not an ablation table (no column "
                                 f"{', '.join(sorted(missing))})")
-        # a policy factor changes the policy's parameters: group by the policy under study
-        names = (df["study"].astype(str) if "study" in df
-                 else df["policy"].astype(str).str.partition(":")[0])
-        for name, part in df.groupby(names, sort=False):
-            out[str(name)] = f"{verdict(part)} ([ablation]({Path(d) / 'ablation.md'}))"
-    return out
+        if "study" not in df:
+            # a policy factor changes the policy's parameters: its name is the study
+            df["study"] = df["policy"].astype(str).str.partition(":")[0]
+        frames.append(df.assign(dir=str(d)))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def read_verdicts(dirs: Sequence[Path]) -> dict[str, str]:
+    """``{policy: "<verdict> (DIR/ablation.md)"}`` from the ``ablation.csv`` that
+    ``pysched ablate`` wrote into each directory, one entry per policy under study
+    (:func:`read_tables`; its errors)."""
+    df = read_tables(dirs)
+    if df.empty:
+        return {}
+    return {str(name): f"{verdict(part)} ([ablation]({Path(d) / 'ablation.md'}))"
+            for (d, name), part in df.groupby(["dir", "study"], sort=False)}
+
+
+def gains_markdown(df: pd.DataFrame) -> str:
+    """The ablations of :func:`read_tables` as one table: per configuration (the defaults,
+    each factor changed alone, the paper's assumptions) each policy's gain over its baseline,
+    geometric mean over its traces; empty for no table."""
+    if df.empty:
+        return ""
+    cols: dict[str, pd.Series] = {}
+    for (study, base), part in df.groupby(["study", "baseline"], sort=False):
+        g, _, _ = _gains(part)
+        cols[f"{study} over {str(base).partition(':')[0]}"] = g
+    wide = pd.DataFrame(cols)
+    rows = [k for k in wide.index if k[0] != "paper"]
+    # the paper's assumptions differ by policy: one row, each policy's own
+    lines = ["| factor | setting | " + " | ".join(wide.columns) + " |",
+             "|" + "---|" * (2 + len(wide.columns))]
+    for f, s in rows:
+        lines.append(f"| {f} | {s} | " + " | ".join(_pct(v, True) for v in wide.loc[(f, s)])
+                     + " |")
+    paper = [next((v for (f, _), v in cols[c].items() if f == "paper"), np.nan)
+             for c in wide.columns]
+    lines.append("| paper | each policy's stated assumptions | "
+                 + " | ".join(_pct(v, True) for v in paper) + " |")
+    lo, hi = df.groupby("study")["trace"].nunique().agg(["min", "max"])
+    n = f"{lo}" if lo == hi else f"{lo}-{hi}"
+    return "\n".join(
+        ["Gain of each policy over its baseline with every rule at its default, with one rule "
+         "changed at a time and with the assumptions the policy's paper states, geometric "
+         f"mean over {n} traces (`pysched ablate`: {', '.join(sorted(set(df['dir'])))}, "
+         "whose ablation.md has each trace's table; - where a rule does not apply to a "
+         "policy).", "", *lines, ""])
 
 
 def markdown(df: pd.DataFrame, factors: Sequence[Factor], policies: str | Sequence[str],
@@ -382,4 +425,5 @@ def _policy_lines(df: pd.DataFrame, policy: str, baseline: str, h: str) -> list[
 
 
 __all__ = ["AblationError", "Configuration", "FACTORS", "Factor", "configurations",
-           "factors_of", "markdown", "parse_factor", "points", "read_verdicts", "table", "verdict"]
+           "factors_of", "gains_markdown", "markdown", "parse_factor", "points", "read_tables",
+           "read_verdicts", "table", "verdict"]

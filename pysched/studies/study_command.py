@@ -59,9 +59,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "summary.md and figures are written when every run is stored")
     on_dask.add_arguments(s)
     s.add_argument("--ablation", type=Path, action="append", default=[], metavar="DIR",
-                   help="a directory pysched ablate wrote (its ablation.csv): its one-line "
-                   "reason for the policy it ablated goes into the summary's headline; "
-                   "repeatable, one per policy")
+                   help="a directory pysched ablate wrote (its ablation.csv): the one-line "
+                   "reason for each policy it ablated goes into the summary's headline, and "
+                   "its gains per rule into a table after the paper comparison; repeatable")
     s.add_argument("--dry-run", action="store_true",
                    help="print the runs and which are stored, run nothing")
 
@@ -102,11 +102,12 @@ def run(args: argparse.Namespace) -> int:
         return err(str(e))
     if args.out.exists() and not args.out.is_dir():
         return err(f"--out {args.out} exists and is not a directory")
-    from .ablation import read_verdicts
+    from .ablation import read_tables, read_verdicts
     try:
         grid = _grid(args)
         todo = list(study.points(grid))
         reasons = read_verdicts(args.ablation)
+        ablation = read_tables(args.ablation)
     except (TraceError, SweepSpecError, ValueError) as e:
         return err(str(e))
     if args.dry_run:
@@ -120,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         with locked_dir(args.out):
             if status := on_dask.run_points(todo, args.out, args, "study", err):
                 return status
-            print(study.summarise(grid, args.out, reasons=reasons))
+            print(study.summarise(grid, args.out, reasons=reasons, ablation=ablation))
     except OutputError as e:
         return err(str(e))
     return 0

@@ -46,6 +46,7 @@ from pysched.sweep.geometry import base_machine
 from pysched.sweep.spec import Point, canonical_policy
 from pysched.sweep.store import ResultStore
 
+from ..ablation import gains_markdown
 from .comparison import (WORKLOADS, comparison_markdown, headline_markdown, paper_loads,
                          with_changes)
 from .plots import plot_paper
@@ -152,16 +153,24 @@ def results(grid: Grid, out: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def summarise(grid: Grid, out: str | Path, baseline: str = "linux",
-              reasons: Mapping[str, str] | None = None) -> str:
+              reasons: Mapping[str, str] | None = None,
+              ablation: pd.DataFrame | None = None) -> str:
     """Write the study's results into ``out`` (``epochs.parquet``, ``runs.csv``, ``summary.md``
     with the paper beside ours, ``epochs.png``, ``paper-<cores>cores.png``) from its stored
     points; returns the summary. ``reasons`` are the ablations' one-line verdicts by policy
-    name (:func:`pysched.studies.ablation.read_verdicts`), quoted in the headline."""
+    name (:func:`pysched.studies.ablation.read_verdicts`), quoted in the headline;
+    ``ablation`` their tables (:func:`pysched.studies.ablation.read_tables`), set beside the
+    paper comparison."""
     out = Path(out)
     epochs, runs = results(grid, out)
     if runs.empty:
         raise ValueError(f"{out}: no finished point of the study")
-    write(out, epochs, runs, baseline, sections=[comparison_markdown],
+    sections = [comparison_markdown]
+    if ablation is not None and len(ablation):
+        table = gains_markdown(ablation)
+        sections.append(lambda runs, baseline: "## What decides each result (ablation)\n\n"
+                        + table)
+    write(out, epochs, runs, baseline, sections=sections,
           headline=partial(headline_markdown, reasons=reasons))
     at_paper = paper_loads(runs)
     if baseline in set(at_paper["policy"]):
