@@ -104,7 +104,7 @@ def test_ablate_writes_its_tables_and_resumes(tmp_path, capsys):
     df = pd.read_csv(out / "ablation.csv")
     assert set(df["factor"]) == {"defaults", "paper", "schedtask:steal", *FACTORS}
     assert set(df.loc[df["study"] == "slicc", "factor"]) == {"defaults", "paper", *FACTORS}
-    assert {"gain", "policy_idle_no_work", "baseline_idle_work_waiting",
+    assert {"gain", "cores", "load", "epochs", "policy_idle_no_work", "baseline_idle_work_waiting",
             "policy_switch_share", "baseline_icache_os"} <= set(df.columns)
     text = (out / "ablation.md").read_text()
     assert text.startswith("# Ablation: schedtask, slicc against linux")
@@ -160,7 +160,9 @@ def test_the_ablations_table_sets_each_policys_gain_per_rule_side_by_side(tmp_pa
     assert "| switch_cost | zero | +20.0 % | +0.0 % |" in text
     assert "| schedtask:steal | any | +10.0 % | - |" in text  # no such rule for slicc
     assert "| paper | each policy's stated assumptions | +20.0 % | - |" in text
-    assert "geometric mean over 2 traces" in text
+    assert text.startswith("Ablation: the gain") and "geometric mean over 2 traces" in text
+    at = gains_markdown(read_tables([d]).assign(cores=8, load=2, epochs=5))
+    assert at.startswith("Ablation at 8 cores at 2X, the first 5 epochs: the gain")
     assert gains_markdown(read_tables([])) == ""
     # a table written before --policy was repeatable has no study column: the policy's name
     old = _csv(tmp_path / "old", [("x", "a", "defaults", "-", "schedtask:steal=any", "linux",

@@ -224,6 +224,7 @@ def table(confs: dict[str, list[Configuration]], pts: dict[tuple, Any], runs: pd
         conf = confs[study][i]
         row = {"study": study, "trace": Path(t).name, "factor": conf.factor,
                "setting": conf.setting, "policy": p.policy, "baseline": b.policy,
+               "cores": p.cores, "load": p.load, "epochs": p.epochs,
                "measure": "events/s" if bool(x["has_events"]) else "instructions/s",
                "gain": perf(x) / perf(y) - 1 if perf(y) > 0 else np.nan}
         for tag, r in (("policy", x), ("baseline", y)):
@@ -339,11 +340,22 @@ def gains_markdown(df: pd.DataFrame) -> str:
     lo, hi = df.groupby("study")["trace"].nunique().agg(["min", "max"])
     n = f"{lo}" if lo == hi else f"{lo}-{hi}"
     return "\n".join(
-        ["Gain of each policy over its baseline with every rule at its default, with one rule "
-         "changed at a time and with the assumptions the policy's paper states, geometric "
-         f"mean over {n} traces (`pysched ablate`: {', '.join(sorted(set(df['dir'])))}, "
-         "whose ablation.md has each trace's table; - where a rule does not apply to a "
-         "policy).", "", *lines, ""])
+        [f"{_setting(df)}: the gain of each policy over its baseline with every rule at its "
+         "default, with one rule changed at a time and with the assumptions the policy's paper "
+         f"states, geometric mean over {n} traces (`pysched ablate`: "
+         f"{', '.join(sorted(set(df['dir'])))}, whose ablation.md has each trace's table; - "
+         "where a rule does not apply to a policy).", "", *lines, ""])
+
+
+def _setting(df: pd.DataFrame) -> str:
+    """The cores, load and window the ablations ran at (tables that lack them: "Ablation")."""
+    if not {"cores", "load", "epochs"} <= set(df):
+        return "Ablation"
+    parts = []
+    for (c, k, e), _ in df.groupby(["cores", "load", "epochs"], dropna=False):
+        window = "whole replays" if pd.isna(e) else f"the first {int(e)} epochs"
+        parts.append(f"{int(c)} cores at {int(k)}X, {window}")
+    return "Ablation at " + "; ".join(parts)
 
 
 def markdown(df: pd.DataFrame, factors: Sequence[Factor], policies: str | Sequence[str],
