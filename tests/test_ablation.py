@@ -169,3 +169,21 @@ def test_the_ablations_table_sets_each_policys_gain_per_rule_side_by_side(tmp_pa
                                    0.1)]).joinpath("ablation.csv")
     pd.read_csv(old).drop(columns=["study"]).to_csv(old, index=False)
     assert set(read_tables([old.parent])["study"]) == {"schedtask"}
+
+
+def test_a_trace_without_events_is_named_and_does_not_decide_the_verdict(tmp_path):
+    from pysched.studies.ablation import gains_markdown, read_tables, verdict
+    d = _csv(tmp_path / "abl", [
+        ("slicc", "a", "defaults", "-", "slicc", "linux", -0.5),
+        ("slicc", "b", "defaults", "-", "slicc", "linux", -0.5),
+        ("slicc", "a", "switch_cost", "zero", "slicc", "linux", 0.0),
+        ("slicc", "b", "switch_cost", "zero", "slicc", "linux", 0.0),
+        # no event in the window on a: the geometric mean is -100 % whatever b says
+        ("slicc", "a", "kernel_data", "per-copy", "slicc", "linux", -1.0),
+        ("slicc", "b", "kernel_data", "per-copy", "slicc", "linux", 0.2),
+    ])
+    df = read_tables([d])
+    why = verdict(df)
+    assert "the rule that moves it most: switch_cost = zero (+0.0 %, +50.0 points)" in why
+    assert why.endswith("no event in the window under kernel_data = per-copy (a)")
+    assert "| kernel_data | per-copy | -100.0 % (no event on a) |" in gains_markdown(df)

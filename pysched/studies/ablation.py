@@ -1,8 +1,8 @@
 """An ablation of the sandbox's model: what decides a policy's result against a baseline.
 
 Each **factor** is a rule of the model with its settings; the first setting is the default
-(:data:`FACTORS`). The study runs each policy under study and the baseline on every trace
-at
+(:data:`FACTORS`). The study runs each policy under study (``--policy``, repeatable) and
+the baseline on every trace at
 
 * ``defaults``: every factor at its default (a plain ``pysched evaluate`` with the same
   cores, load and window);
@@ -246,33 +246,57 @@ def _pct(x: float, sign: bool = False) -> str:
     return f"{100 * x:+.1f} %" if sign else f"{100 * x:.1f}"
 
 
+def _stalled(df: pd.DataFrame) -> dict[tuple[str, str], list[str]]:
+    """Per configuration the traces on which the policy's run had no performance at all (no
+    event in the window: gain -100 %, which sets the geometric mean to -100 % whatever the
+    other traces say)."""
+    x = df[df["gain"] <= -1.0]
+    return {k: sorted(set(v["trace"])) for k, v in x.groupby(["factor", "setting"], sort=False)}
+
+
 def _gains(df: pd.DataFrame) -> tuple[pd.Series, float, tuple[tuple[str, str], float] | None]:
     """Per configuration the geometric mean over the traces of (1 + gain) minus one; the gain
-    at the defaults; the configuration (other than the paper's) that moves it most, with how
-    much (None when there is none)."""
-    g = (df.assign(lg=np.log1p(df["gain"]))
-         .groupby(["factor", "setting"], sort=False)["lg"].mean().map(np.expm1))
+    at the defaults; the configuration (other than the paper's, and other than one with a
+    trace of no performance, :func:`_stalled`) that moves it most, with how much (None when
+    there is none)."""
+    with np.errstate(divide="ignore"):  # a gain of -100 % is log 0: the mean is -100 % too
+        lg = np.log1p(df["gain"].to_numpy(dtype=float))
+    g = (df.assign(lg=lg).groupby(["factor", "setting"], sort=False)["lg"].mean()
+         .map(np.expm1))
     base = float(g.get(("defaults", "-"), np.nan))
     moved = (g - base).drop(("defaults", "-"), errors="ignore").drop("paper", level=0,
                                                                      errors="ignore")
+    moved = moved.drop(list(_stalled(df)), errors="ignore")
     if not len(moved):
         return g, base, None
     return g, base, max(moved.items(), key=lambda kv: abs(kv[1]) if np.isfinite(kv[1]) else -1)
 
 
+def _gain_cell(g: pd.Series, key: tuple[str, str], stalled: dict) -> str:
+    """A configuration's geometric-mean gain, naming the traces that had no performance."""
+    if key not in g.index:
+        return "-"
+    zero = stalled.get(key)
+    return _pct(g[key], True) + (f" (no event on {', '.join(zero)})" if zero else "")
+
+
 def verdict(df: pd.DataFrame) -> str:
     """The ablation's reason in one line: the gain at the defaults and the factor that moves
-    it most (an ``ablation.csv`` of one policy against one baseline)."""
+    it most (an ``ablation.csv`` of one policy against one baseline), and the configurations
+    under which a trace had no event in the window."""
     if df.empty:
         return "no finished run"
     g, base, most = _gains(df)
     line = (f"{_pct(base, True)} over {df['baseline'].iloc[0]} at the defaults "
             f"({df['trace'].nunique()} traces)")
-    if most is None:
-        return line
-    (f, s), d = most
-    return (f"{line}; the rule that moves it most: {f} = {s} ({_pct(g[(f, s)], True)}, "
-            f"{d * 100:+.1f} points)")
+    if most is not None:
+        (f, s), d = most
+        line += (f"; the rule that moves it most: {f} = {s} ({_pct(g[(f, s)], True)}, "
+                 f"{d * 100:+.1f} points)")
+    zero = [f"{f} = {s} ({', '.join(t)})" for (f, s), t in _stalled(df).items()]
+    if zero:
+        line += f"; no event in the window under {'; '.join(zero)}"
+    return line
 
 
 def read_tables(dirs: Sequence[Path]) -> pd.DataFrame:
@@ -321,22 +345,20 @@ def gains_markdown(df: pd.DataFrame) -> str:
     geometric mean over its traces; empty for no table."""
     if df.empty:
         return ""
-    cols: dict[str, pd.Series] = {}
+    cols: dict[str, tuple[pd.Series, dict]] = {}
     for (study, base), part in df.groupby(["study", "baseline"], sort=False):
         g, _, _ = _gains(part)
-        cols[f"{study} over {str(base).partition(':')[0]}"] = g
-    wide = pd.DataFrame(cols)
-    rows = [k for k in wide.index if k[0] != "paper"]
+        cols[f"{study} over {str(base).partition(':')[0]}"] = (g, _stalled(part))
+    rows = list(dict.fromkeys(k for g, _ in cols.values() for k in g.index if k[0] != "paper"))
+    lines = ["| factor | setting | " + " | ".join(cols) + " |",
+             "|" + "---|" * (2 + len(cols))]
+    for key in rows:
+        lines.append(f"| {key[0]} | {key[1]} | "
+                     + " | ".join(_gain_cell(g, key, z) for g, z in cols.values()) + " |")
     # the paper's assumptions differ by policy: one row, each policy's own
-    lines = ["| factor | setting | " + " | ".join(wide.columns) + " |",
-             "|" + "---|" * (2 + len(wide.columns))]
-    for f, s in rows:
-        lines.append(f"| {f} | {s} | " + " | ".join(_pct(v, True) for v in wide.loc[(f, s)])
-                     + " |")
-    paper = [next((v for (f, _), v in cols[c].items() if f == "paper"), np.nan)
-             for c in wide.columns]
-    lines.append("| paper | each policy's stated assumptions | "
-                 + " | ".join(_pct(v, True) for v in paper) + " |")
+    paper = [next((_gain_cell(g, k, z) for k in g.index if k[0] == "paper"), "-")
+             for g, z in cols.values()]
+    lines.append("| paper | each policy's stated assumptions | " + " | ".join(paper) + " |")
     lo, hi = df.groupby("study")["trace"].nunique().agg(["min", "max"])
     n = f"{lo}" if lo == hi else f"{lo}-{hi}"
     return "\n".join(
@@ -382,11 +404,12 @@ def markdown(df: pd.DataFrame, factors: Sequence[Factor], policies: str | Sequen
             if part.empty:
                 continue
             g, base, most = _gains(part)
+            zero = _stalled(part)
             mv = "-" if most is None else \
                 f"{most[0][0]} = {most[0][1]} ({_pct(g[most[0]], True)})"
-            pap = [v for k, v in g.items() if k[0] == "paper"]
-            lines.append(f"| {study} | {_pct(base, True)} | {mv} | "
-                         f"{_pct(pap[0], True) if pap else '-'} |")
+            pap = next((_gain_cell(g, k, zero) for k in g.index if k[0] == "paper"), "-")
+            lines.append(f"| {study} | {_gain_cell(g, ('defaults', '-'), zero)} | {mv} | "
+                         f"{pap} |")
         lines.append("")
     for study in policies:
         part = df[df["study"] == study]
@@ -414,8 +437,15 @@ def _policy_lines(df: pd.DataFrame, policy: str, baseline: str, h: str) -> list[
                   f" {_pct(v, True)}."]
     if paper:
         lines += [f"The paper's assumptions: {', '.join(f'{k}={v}' for k, v in paper.items())}."]
+    zero = _stalled(df)
+    if zero:
+        lines += ["Left out of the choice of the factor that moves it most, because a trace's "
+                  "policy run had no event in the window (gain -100 %, which makes the "
+                  "geometric mean -100 %): "
+                  + "; ".join(f"{f} = {s} ({', '.join(t)})" for (f, s), t in zero.items())
+                  + "."]
     lines += ["", "| factor | setting | gain (geo. mean) |", "|---|---|---|"]
-    lines += [f"| {f} | {s} | {_pct(v, True)} |" for (f, s), v in g.items()]
+    lines += [f"| {f} | {s} | {_gain_cell(g, (f, s), zero)} |" for f, s in g.index]
     lines.append("")
     for t, d in df.groupby("trace", sort=False):
         lines += [f"{h}## {t}" if len(h) > 1 else f"## {t}", "",
