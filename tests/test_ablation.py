@@ -112,7 +112,7 @@ def test_ablate_writes_its_tables_and_resumes(tmp_path, capsys):
     # its one line per policy, for a study's headline, agrees with ablation.md's verdict
     why = read_verdicts([out])
     assert list(why) == ["schedtask", "slicc"]
-    assert "over linux at the defaults (1 traces)" in why["schedtask"]
+    assert "over linux at the defaults (1 trace)" in why["schedtask"]
     part = text.split("## schedtask against linux")[1].split("## slicc against linux")[0]
     factor = part.split("The factor that moves it most: ")[1].split(" (")[0]
     assert f"the rule that moves it most: {factor} (" in why["schedtask"]

@@ -272,6 +272,11 @@ def _gains(df: pd.DataFrame) -> tuple[pd.Series, float, tuple[tuple[str, str], f
     return g, base, max(moved.items(), key=lambda kv: abs(kv[1]) if np.isfinite(kv[1]) else -1)
 
 
+def _traces(df: pd.DataFrame) -> str:
+    n = df["trace"].nunique()
+    return f"{n} trace{'s' if n != 1 else ''}"
+
+
 def _gain_cell(g: pd.Series, key: tuple[str, str], stalled: dict) -> str:
     """A configuration's geometric-mean gain, naming the traces that had no performance."""
     if key not in g.index:
@@ -288,7 +293,7 @@ def verdict(df: pd.DataFrame) -> str:
         return "no finished run"
     g, base, most = _gains(df)
     line = (f"{_pct(base, True)} over {df['baseline'].iloc[0]} at the defaults "
-            f"({df['trace'].nunique()} traces)")
+            f"({_traces(df)})")
     if most is not None:
         (f, s), d = most
         line += (f"; the rule that moves it most: {f} = {s} ({_pct(g[(f, s)], True)}, "
@@ -424,7 +429,7 @@ def _policy_lines(df: pd.DataFrame, policy: str, baseline: str, h: str) -> list[
     if df.empty:
         return lines + ["No finished run.", ""]
     g, base, most = _gains(df)
-    lines += [f"Gain at the defaults (geometric mean over {df['trace'].nunique()} traces): "
+    lines += [f"Gain at the defaults (geometric mean over {_traces(df)}): "
               f"{_pct(base, True)}."]
     if most is not None:
         (f, s), d = most
