@@ -7,7 +7,8 @@ accesses (what each cache level served times the core's stall per access there,
 :func:`pysched.models.cores.timing.stall_table`), the context-switch path, OS moves between
 cores and the policy's own routines (:class:`pysched.sandbox.metrics.SandboxStats`). At one
 frequency, a policy's change of instructions per busy core-second is the baseline's cycles per
-instruction over its own, less one; the table gives each cause's share of the difference.
+instruction over its own, less one; the table gives each cause's share of the difference. A
+second table splits the data stall by the level that served the access (:data:`DATA_LEVELS`).
 """
 from __future__ import annotations
 
