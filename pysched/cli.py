@@ -65,18 +65,28 @@ def version() -> str:
         return "unknown (not installed)"
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, object]]:
-    """The ``pysched`` parser and, per sub-command, the module that runs it."""
+def build_parser(only: set[str] | None = None
+                 ) -> tuple[argparse.ArgumentParser, dict[str, object]]:
+    """The ``pysched`` parser and, per sub-command, the module that runs it.
+
+    Parameters
+    ----------
+    only : set of str, optional
+        The sub-commands whose modules are imported and whose options are added (default:
+        all). The others are listed with their one-line help only, so that one command does
+        not pay for importing every stage's libraries.
+    """
     parser = argparse.ArgumentParser(prog="pysched", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"pysched {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     modules = {}
     for name, (modname, helptext, example) in _COMMANDS.items():
-        mod = importlib.import_module(modname)
-        modules[name] = mod
-        mod.add_arguments(sub.add_parser(
-            name, help=helptext, description=helptext, epilog=f"example: {example}",
-            formatter_class=argparse.RawDescriptionHelpFormatter))
+        p = sub.add_parser(name, help=helptext, description=helptext,
+                           epilog=f"example: {example}",
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        if only is None or name in only:
+            modules[name] = importlib.import_module(modname)
+            modules[name].add_arguments(p)
     return parser, modules
 
 
@@ -85,11 +95,14 @@ def main(argv: list[str] | None = None) -> int:
     # A limit too low even to load the libraries: say so before importing them (under such a
     # limit an import can spin instead of failing).
     words = sys.argv[1:] if argv is None else argv
-    early = _limits.too_small(next((w for w in words if not w.startswith("-")), ""))
+    # the sub-command: the first word that is no option (the top level's --help and --version
+    # take no value)
+    command = next((w for w in words if not w.startswith("-")), "")
+    early = _limits.too_small(command)
     if early:
         print(early, file=sys.stderr)
         return 1
-    parser, modules = build_parser()
+    parser, modules = build_parser({command})
     for w in words:
         # argparse (3.11) turns "--opt=--" into an empty list, past the option's type check.
         if w.startswith("--") and w.endswith("=--"):
