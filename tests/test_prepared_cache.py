@@ -11,6 +11,7 @@ import json
 import multiprocessing
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -343,3 +344,36 @@ def test_values_the_cache_cannot_hold_are_refused_by_name(tmp_path) -> None:
     with pytest.raises(TypeError, match="x: an array of Python objects"):
         pc.save(where, {"x": np.array([object()])}, ())
     assert not list(tmp_path.iterdir())
+
+
+def _waiting_on(lock: Path) -> bool:
+    """Whether a process waits for ``lock``'s flock (a blocked request in /proc/locks)."""
+    inode = f":{lock.stat().st_ino} "
+    return any(line.split()[1] == "->" and inode in line
+               for line in Path("/proc/locks").read_text().splitlines())
+
+
+def test_a_trace_that_another_process_is_preparing_is_waited_for_not_built_again(cache: Path):
+    from pysched.trace import open_trace
+    tr = open_trace(SMALL)
+    where = runner._cache_slot(tr, tr.manifest["workload"], 64, False)
+    # a process of its own (a forked one can hang in pyarrow's threads)
+    code = ("import sys; from pysched.evaluation.runner import prepare; "
+            "prepare(sys.argv[1], progress=print)")
+    with pc.building(where) as waited:
+        assert not waited
+        child = subprocess.Popen([sys.executable, "-c", code, str(SMALL)], text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while not _waiting_on(cache / f".lock-{where.path.name}"):
+            assert child.poll() is None and time.monotonic() < deadline, child.stderr.read()
+            time.sleep(0.05)
+        built = runner._build(SMALL, tr, tr.manifest["workload"], 64, False, lambda s: None)
+        assert pc.save(where, built, runner._CACHED_CLASSES) == where.path
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 0, err
+    assert out.splitlines() == [
+        f"{SMALL}: prepared by another process meanwhile, read from {where.path}"]
+    # the lock file is no entry and goes with --clear
+    assert [e for e, _ in pc.entries(cache)] == [where.path]
+    assert pc.clear(cache) == 1 and not list(cache.iterdir())

@@ -37,10 +37,16 @@ Invalidation
 Concurrency
     An entry is written into a hidden temporary directory and renamed into place, so a reader
     sees a whole entry or none; of two processes storing the same entry one rename wins and
-    the other's copy is dropped. Removal renames an entry away before deleting it.
+    the other's copy is dropped. Removal renames an entry away before deleting it. Processes
+    on one machine build an entry one at a time (:func:`building`: an advisory lock on a
+    hidden file per entry, which the kernel releases when its holder exits or is killed): the
+    workers of a sweep or study that meet the same new trace at once prepare it once, the
+    others wait and read it (without the lock, two workers each spent the 30-60 s).
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import io
 import json
@@ -55,7 +61,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -334,6 +340,37 @@ def save(where: Slot, value: Any, classes: Sequence[type]) -> Path | None:
     return where.path
 
 
+def present(where: Slot) -> bool:
+    """Whether an entry is stored in ``where`` (whole or not: :func:`load` checks)."""
+    return (where.path / _META).is_file()
+
+
+@contextlib.contextmanager
+def building(where: Slot) -> Iterator[bool]:
+    """Hold ``where``'s build lock while the body builds and stores the entry; yields whether
+    another process held it first (then the entry may be there now: look again).
+
+    Without a writable cache directory the body runs unlocked (it cannot store the entry
+    either, :func:`save`)."""
+    lock = where.root / f".lock-{where.path.name}"
+    try:
+        where.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield False
+        return
+    try:
+        waited = False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            waited = True
+            fcntl.flock(fd, fcntl.LOCK_EX)  # another process builds it: wait for it
+        yield waited
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def _remove(entry: Path) -> None:
     """Rename ``entry`` away (atomically: no reader sees it half deleted), then delete it."""
     gone = entry.with_name(f".trash-{entry.name}-{os.getpid()}-{secrets.token_hex(4)}")
@@ -357,12 +394,18 @@ def _prune(where: Slot) -> None:
         if body.get("source") == where.source and body.get("params") == where.params:
             _remove(entry)
     now = time.time()
-    for left in [*where.root.glob(".tmp-*"), *where.root.glob(".trash-*")]:
+    for left in [*where.root.glob(".tmp-*"), *where.root.glob(".trash-*"),
+                 *where.root.glob(".lock-*")]:
         try:
             old = now - left.stat().st_mtime > LEFTOVER_S
         except OSError:
             continue
-        if old:
+        if old and left.name.startswith(".lock-"):
+            # an old lock file: a holder (if any) keeps its lock; a later builder makes a new
+            # file, at worst building an entry twice
+            with contextlib.suppress(OSError):
+                left.unlink()
+        elif old:
             shutil.rmtree(left, ignore_errors=True)
 
 
@@ -384,7 +427,9 @@ def clear(root: Path | None = None) -> int:
         return 0
     n = 0
     for entry in list(root.iterdir()):
-        if entry.is_dir():
+        if entry.name.startswith(".lock-") and entry.is_file():
+            entry.unlink(missing_ok=True)  # a holder keeps its lock on the unlinked file
+        elif entry.is_dir():
             n += not entry.name.startswith(".")
             if entry.name.startswith(".trash-"):
                 shutil.rmtree(entry, ignore_errors=True)
@@ -393,6 +438,6 @@ def clear(root: Path | None = None) -> int:
     return n
 
 
-__all__ = ["ENV_DIR", "FORMAT", "LIBRARIES", "SOURCES", "Slot", "cache_dir", "clear",
-           "code_digest", "describe", "entries", "entry_key", "load", "notice", "save", "slot",
+__all__ = ["ENV_DIR", "FORMAT", "LIBRARIES", "SOURCES", "Slot", "building", "cache_dir", "clear",
+           "code_digest", "describe", "entries", "entry_key", "load", "notice", "present", "save", "slot",
            "trace_digest"]

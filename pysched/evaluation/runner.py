@@ -125,13 +125,29 @@ def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | 
     built = None if where is None else prepared_cache.load(where, _CACHED_CLASSES)
     if built is not None:
         say(f"{path}: prepared before, read from {where.path}")
-    else:
+    elif where is None:
         built = _build(path, trace, name, line, keep_harness, say)
-        if where is not None and (entry := prepared_cache.save(where, built, _CACHED_CLASSES)):
-            say(f"{path}: stored in {entry}")
+    else:
+        # one process on this machine builds an entry; the others wait and read it
+        with prepared_cache.building(where) as waited:
+            if waited and (built := prepared_cache.load(where, _CACHED_CLASSES)) is not None:
+                say(f"{path}: prepared by another process meanwhile, read from {where.path}")
+            else:
+                built = _build(path, trace, name, line, keep_harness, say)
+                if entry := prepared_cache.save(where, built, _CACHED_CLASSES):
+                    say(f"{path}: stored in {entry}")
     return PreparedTrace(Path(path).name, str(path), built["workload"], built["footprint"],
                          built["events"], built["app_classes"], built["insns"],
                          {**built["meta"], "note": note})
+
+
+def is_prepared(path: str | Path, line: int = 64, keep_harness: bool = False) -> bool:
+    """Whether the cache of prepared traces holds an entry for ``path`` (with these
+    parameters) now; an entry found damaged later is still rebuilt by :func:`prepare`."""
+    from pysched.trace import open_trace
+    trace = open_trace(path)
+    name = str((trace.manifest or {}).get("workload") or Path(path).name)
+    return prepared_cache.present(_cache_slot(trace, name, line, keep_harness))
 
 
 #: The classes a cached prepared trace is made of (:mod:`~pysched.evaluation.tree_codec`).

@@ -59,6 +59,19 @@ def cached_trace(path: str, cache: bool = True):
     return t
 
 
+def ensure_prepared(path: str) -> str | None:
+    """Prepare ``path`` into this machine's cache of prepared traces, unless it is there (and
+    keep it in this process, :func:`cached_trace`). Returns None, or why it could not: the
+    points of that trace then fail with the same reason, which is where it is reported."""
+    from pysched.evaluation.runner import is_prepared
+    try:
+        if not is_prepared(path):
+            cached_trace(path)
+    except Exception as e:  # noqa: BLE001  (reported by the trace's points)
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
 def prepared_traces() -> list[str]:
     """The trace paths this process prepared, in order (run on workers with
     ``client.run(prepared_traces)``)."""
@@ -186,12 +199,19 @@ def _gather(client, todo: list[Point], store: ResultStore, outcome: SweepOutcome
     from distributed import as_completed
     by_key = {}
     futures = []
+    if cache:
+        # Each trace first prepared once, the workers on different traces at once: submitted
+        # first, these run first (Dask's default priority is submission order). Without them
+        # the workers all began on the first trace's points, and each prepared it.
+        futures += [client.submit(ensure_prepared, t, pure=False)
+                    for t in dict.fromkeys(p.trace for p in todo)]
+    firsts = len(futures)
     for p in todo:  # submission order is Dask's default priority: grouped by trace
         f = client.submit(run_point, p, cache, key=f"pysched-point-{p.key}", pure=False)
         by_key[f.key] = p
         futures.append(f)
     try:
-        for f in as_completed(futures):
+        for f in as_completed(futures[firsts:]):
             p = by_key[f.key]
             err = None
             try:
@@ -211,4 +231,4 @@ def _gather(client, todo: list[Point], store: ResultStore, outcome: SweepOutcome
 
 
 __all__ = ["PREPARED", "SweepOutcome", "cached_trace", "connect", "dashboard_link",
-           "prepared_traces", "run_point", "run_sweep"]
+           "ensure_prepared", "prepared_traces", "run_point", "run_sweep"]
