@@ -200,10 +200,11 @@ def _gather(client, todo: list[Point], store: ResultStore, outcome: SweepOutcome
     by_key = {}
     futures = []
     if cache:
-        # Each trace first prepared once, the workers on different traces at once: submitted
-        # first, these run first (Dask's default priority is submission order). Without them
-        # the workers all began on the first trace's points, and each prepared it.
-        futures += [client.submit(ensure_prepared, t, pure=False)
+        # Each trace first prepared once, the workers on different traces at once (a higher
+        # priority than the points': submission order alone let the workers start points
+        # between them). Without them the workers all began on the first trace's points, and
+        # each prepared it.
+        futures += [client.submit(ensure_prepared, t, pure=False, priority=1)
                     for t in dict.fromkeys(p.trace for p in todo)]
     firsts = len(futures)
     for p in todo:  # submission order is Dask's default priority: grouped by trace
