@@ -438,6 +438,6 @@ def clear(root: Path | None = None) -> int:
     return n
 
 
-__all__ = ["ENV_DIR", "FORMAT", "LIBRARIES", "SOURCES", "Slot", "building", "cache_dir", "clear",
-           "code_digest", "describe", "entries", "entry_key", "load", "notice", "present", "save", "slot",
-           "trace_digest"]
+__all__ = ["ENV_DIR", "FORMAT", "LIBRARIES", "SOURCES", "Slot", "building", "cache_dir",
+           "clear", "code_digest", "describe", "entries", "entry_key", "load", "notice",
+           "present", "save", "slot", "trace_digest"]

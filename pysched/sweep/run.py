@@ -4,7 +4,9 @@ Workers run :func:`run_point`: the point's trace is prepared (segmented, its wor
 footprint built, or read from the on-disk cache of prepared traces on the worker's machine,
 :mod:`pysched.evaluation.prepared_cache`) the first time a worker process meets it and kept in
 that process (:func:`cached_trace`), so a trace is read once per worker and never shipped with
-a task; only the point (a few hundred bytes) goes out and its per-epoch rows come back. The client writes
+a task; only the point (a few hundred bytes) goes out and its per-epoch rows come back. A trace
+not yet in the cache is first prepared by one task of its own (:func:`ensure_prepared`, ahead
+of the points), so the workers prepare different traces at once. The client writes
 each point's files as its future completes (:class:`~.store.ResultStore`), so an interrupted
 sweep loses only the points in flight, and a re-run skips finished points. Policies loaded
 from files (``--policy-file``) are loaded on every worker too (:mod:`.worker_policies`).
