@@ -88,4 +88,7 @@ fi
 # --- the test guest's kernel and initramfs --------------------------------------------------------
 make -C "$top/guest" busybox-guest
 
+# --- pysched's numba kernels, compiled into numba's cache ----------------------------------------
+bash "$top/scripts/compile-kernels.sh"
+
 log "done"
