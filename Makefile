@@ -235,8 +235,9 @@ BENCH_SANDBOX_ARGS ?=
 bench-sandbox: setup
 	$(PY) benchmarks/sandbox.py --out benchmarks/results/sandbox.json --scaling $(BENCH_SANDBOX_ARGS)
 
-# make run's three steps timed after set-up, with warm caches and with empty ones
-# (benchmarks/make_run.py; BENCH_RUN_ARGS="--modes warm" for the warm figure only)
+# make run's three steps timed after set-up: its first run (the prepared-trace cache empty)
+# and a warm one (benchmarks/make_run.py; BENCH_RUN_ARGS="--modes warm" for one of them,
+# "--modes cold" with numba's cache empty too)
 BENCH_RUN_ARGS ?=
 bench-run: plugin guest
 	$(PY) benchmarks/make_run.py --out benchmarks/results/make-run.json $(BENCH_RUN_ARGS)
