@@ -112,10 +112,10 @@ def run(args: argparse.Namespace) -> int:
                   end="", file=sys.stderr, flush=True)
 
     from pysched._outdir import OutputError, finished_dir
-    from pysched.trace import TraceError, preflight
+    from pysched.trace import TraceError, preflight_all
     try:
         # The checker's cheap checks on every trace before any long work.
-        checked = [preflight(t, allow_incomplete=args.allow_incomplete) for t in args.traces]
+        checked = preflight_all(args.traces, allow_incomplete=args.allow_incomplete)
         with finished_dir(out) as tmp:
             prepared = []
             for t, (trace, note) in zip(args.traces, checked):

@@ -120,7 +120,7 @@ def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | 
     from pysched.trace import open_trace
     trace = trace if trace is not None else open_trace(path)
     say = progress or (lambda s: None)
-    name = str((trace.manifest or {}).get("workload") or Path(path).name)
+    name = _workload_name(trace, path)
     where = _cache_slot(trace, name, line, keep_harness) if cache else None
     built = None if where is None else prepared_cache.load(where, _CACHED_CLASSES)
     if built is not None:
@@ -146,8 +146,13 @@ def is_prepared(path: str | Path, line: int = 64, keep_harness: bool = False) ->
     parameters) now; an entry found damaged later is still rebuilt by :func:`prepare`."""
     from pysched.trace import open_trace
     trace = open_trace(path)
-    name = str((trace.manifest or {}).get("workload") or Path(path).name)
-    return prepared_cache.present(_cache_slot(trace, name, line, keep_harness))
+    return prepared_cache.present(_cache_slot(trace, _workload_name(trace, path), line,
+                                              keep_harness))
+
+
+def _workload_name(trace: Trace, path: str | Path) -> str:
+    """The name a prepared trace carries: its manifest's workload, else the directory's."""
+    return str((trace.manifest or {}).get("workload") or Path(path).name)
 
 
 #: The classes a cached prepared trace is made of (:mod:`~pysched.evaluation.tree_codec`).

@@ -77,11 +77,10 @@ def run(args: argparse.Namespace) -> int:
             return err(f"{t}: not a trace directory")
     if args.out.exists() and not args.out.is_dir():
         return err(f"--out {args.out} exists and is not a directory")
-    from pysched.trace import TraceError, preflight
+    from pysched.trace import TraceError, preflight_all
     try:
         base = on_dask.load_machine(args.machine)
-        for t in args.traces:  # the checker's cheap checks before any long work
-            preflight(t)
+        preflight_all(args.traces)  # the checker's cheap checks before any long work
         confs, pts = points(args.traces, policies, args.baseline, args.cores, args.load,
                             args.epochs, factors, args.epoch_ms, base)
     except (TraceError, SweepSpecError, ValueError) as e:

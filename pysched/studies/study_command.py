@@ -69,7 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _grid(args: argparse.Namespace):
     """The study's grid from the arguments; ValueError naming the bad one."""
     from pysched.evaluation.runner import check_request
-    from pysched.trace import preflight
+    from pysched.trace import preflight_all
 
     from .schedtask_paper.study import Grid, traces
     workloads = None if args.workloads is None else \
@@ -81,7 +81,7 @@ def _grid(args: argparse.Namespace):
     for t in paths:
         if not Path(t).is_dir():
             raise ValueError(f"{t}: not a trace directory (--data, --workloads)")
-        preflight(t)  # the checker's cheap checks before any long work
+    preflight_all(paths)  # the checker's cheap checks before any long work
     return Grid(paths, args.cores, tuple(dict.fromkeys(args.load)), args.policies,
                 args.variants, args.epochs, args.epoch_ms, args.switch_cost,
                 on_dask.load_machine(args.machine))

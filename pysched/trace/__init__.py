@@ -13,7 +13,7 @@ from __future__ import annotations
 from pysched import _jitcache  # noqa: F401  (first: ties numba's kernel cache to the sources)
 
 from .blockindex import BlockIndex, block_index
-from .checker import TraceRejected, check_trace, preflight
+from .checker import TraceRejected, check_trace, preflight, preflight_all
 from .errors import TraceError
 from .execstream import ExecChunk, exec_chunks
 from .expand import InstructionStream, block_sizes, block_start_icount, expand
@@ -40,5 +40,6 @@ __all__ = [
     "expand",
     "open_trace",
     "preflight",
+    "preflight_all",
 ]
 

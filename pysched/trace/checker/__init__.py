@@ -53,7 +53,8 @@ from .devices import check_devices
 from .order import check_markers, check_syscalls, check_wakeups
 from .health import check_health
 from .timer import check_timer
-from .preflight import TraceRejected, check_complete, check_parts, check_totals, preflight
+from .preflight import (TraceRejected, check_complete, check_parts, check_totals, preflight,
+                        preflight_all)
 from .static import FRAMES, check_blocks, check_frames
 from .vcpu import (ICOUNT, check_events, check_exec, check_mem, check_user_pcs_recorded,
                    check_user_returns)
