@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pysched.cli import main
-from pysched.trace import TraceError, TraceRejected, preflight
+from pysched.trace import TraceError, TraceRejected, preflight, preflight_all
 from pysched.trace import checker as check_cli
 from pysched.trace.schema import TABLES
 
@@ -110,6 +110,19 @@ def test_missing_manifest_is_incomplete(tmp_path: Path) -> None:
     assert "--allow-incomplete" in msg
     view, note = preflight(t, allow_incomplete=True)
     assert view is not None and "incomplete trace" in note
+
+
+def test_preflight_all_keeps_the_order_and_raises_the_first_refusal(tmp_path: Path) -> None:
+    good = _copy(SMALL, tmp_path / "good")
+    bad = [_copy(SMALL, tmp_path / f"bad{i}") for i in range(2)]
+    for b in bad:
+        (b / "manifest.json").unlink()
+    got = preflight_all([good, bad[0], good], allow_incomplete=True)
+    assert [g[0].path for g in got] == [preflight(p, True)[0].path
+                                       for p in (good, bad[0], good)]
+    assert got[0][1] is None and "incomplete trace" in got[1][1]
+    with pytest.raises(TraceRejected, match="bad0"):
+        preflight_all([good, bad[0], bad[1]])
 
 
 def test_manifest_saying_incomplete(tmp_path: Path) -> None:
