@@ -75,16 +75,16 @@ Rules (each an approximation of a real machine, written down here where it is ma
   half (every policy that preempts takes hardware interrupts first).
 * **Scheduling points**: a thread item gives its core up only at the end of a chunk where an
   interrupt waits (until the handlers are done, above), its time slice (the policy's
-  ``time_slice``) is over, or the policy's ``wakeup_preempt`` says so (CFS's wake-up
-  preemption, checked at chunk ends, so late by at most one chunk), and when it blocks (its thread's next item is not ready). A
-  SuperFunction boundary (a system call's entry or return, an exception, the resumption of a
-  traced preemption) that the policy places on the thread's own core is none: the thread
-  continues there, as Linux reschedules on the way back from a system call or an exception
-  only when ``TIF_NEED_RESCHED`` is set (``exit_to_user_mode_loop``), that is after the
-  tick or a wake-up found the current thread should be preempted. A policy that schedules
-  every SuperFunction as a unit of its own sets ``pick_at_boundaries = True`` (the
-  ``as-traced`` oracle, which replays the traced order, and SchedTask, whose Algorithm 1
-  queues every starting SuperFunction).
+  ``time_slice``) is over, or the policy's ``wakeup_preempt`` says so (CFS's wake-up preemption,
+  checked at chunk ends, so late by at most one chunk), and when it blocks (its thread's next
+  item is not ready). A SuperFunction boundary (a system call's entry or return, an exception,
+  the resumption of a traced preemption) that the policy places on the thread's own core is
+  none: the thread continues there, as Linux reschedules on the way back from a system call or
+  an exception only when ``TIF_NEED_RESCHED`` is set (``exit_to_user_mode_loop``), that is after
+  the tick or a wake-up found the current thread should be preempted. A policy that schedules
+  every SuperFunction as a unit of its own sets ``pick_at_boundaries = True`` (the ``as-traced``
+  oracle, which replays the traced order, and SchedTask, whose Algorithm 1 queues every starting
+  SuperFunction).
 * **Load**: ``copies = K`` runs K copies of the whole workload (threads, interrupts and bottom
   halves; see :mod:`.workload`). Copies execute the same code frames (one kernel, one program
   binary). Their data (loads and stores) is split by :attr:`Footprint.private`
@@ -135,11 +135,10 @@ from pysched.heatmaps.hashing import bloom_bit
 from pysched.models.caches.hierarchy import Hierarchy
 from pysched.models.codes import NLEVELS
 from pysched.models.cores.timing import stall_table
-from pysched.models.machine import MachineConfig
 from pysched.superfunctions.functype import Category
 
 from .chunk_kernel import CORE_ROWS, stall_sum
-from .device_loop import DEVICE_TIMINGS
+from .config import SandboxConfig
 from .footprint import Footprint
 from .item_streams import gather_streams, run_offsets
 from .metrics import SandboxStats
@@ -147,142 +146,15 @@ from .runqueue import RunQueue
 from .simview import SimView, Work
 from .workload import ASYNC_ITEM, FIRST, RETURN, START, THREAD_ITEM, Workload
 
-from pysched.constants import EPOCH_SECONDS
 
 #: Physical-address offset between the data of consecutive copies: 2**40 bytes, beyond any
 #: guest RAM, and a multiple of every set count, so a copy's data map to the same sets as the
 #: original's (as distinct frames with the same page offset and colour would).
 DATA_COPY_STRIDE = np.uint64(1 << 40)
 
-#: Seconds from queuing work to an idle core acting on it: an IPI's delivery and the idle
-#: core's wake-up. 2 us, our approximation: the order of an x86 IPI's send-to-handler time
-#: between cores plus a wake-up from a shallow idle state (C1); deeper idle states are not
-#: modelled. An ablation factor (``pysched ablate``) shows what it decides.
-IPI_S = 2e-6
-#: The simulated machine's tick: Linux's HZ (250 on Debian's kernels, CONFIG_HZ_250).
-TICK_HZ = 250.0
-#: ``SandboxConfig.kernel_data``: copies share the kernel data the trace shows shared, or
-#: every copy's data is its own.
-KERNEL_DATA = ("shared", "per-copy")
-#: ``SandboxConfig.copy_phase``: copies start at seeded offsets, or all at time 0.
-COPY_PHASES = ("offset", "in-phase")
-#: ``SandboxConfig.ifetch_penalty``: an instruction fetch served beyond the L1 stalls for the
-#: difference of its level's latency to the L1's (the L1 hit is in the base CPI), or for the
-#: level's full latency.
-IFETCH_PENALTIES = ("difference", "full")
-
 _EV_CORE, _EV_RELEASE, _EV_EPOCH, _EV_TICK, _EV_POKE, _EV_IDLE_TICK = 0, 1, 2, 3, 4, 5
 _INTERRUPT = int(Category.INTERRUPT)
 _CELLS = 3 * NLEVELS   # a stall table's (kind, level) cells
-
-
-@dataclass(frozen=True)
-class SandboxConfig:
-    """What to simulate besides the workload and the policy.
-
-    Attributes
-    ----------
-    machine : MachineConfig
-        Cores (timing, DVFS, migration cost) and the cache hierarchy.
-    copies : int
-        Copies of the workload replayed together (the paper's load kX on C cores is
-        :func:`pysched.evaluation.runner.copies_for` copies, section 6.3).
-    epoch_s : float
-        Epoch length in simulated seconds (3 ms, section 4.4).
-    switch_cycles : int or None
-        Cost of switching a core to another thread: None runs the traced switch path through
-        the caches (``simulate(switch_path=...)``, see the module); an integer charges that
-        many cycles (1,000, the default here, as a config alone has no trace: seed 001's
-        context switch; 0).
-    os_migration_cycles : int or None
-        Extra cost of a thread the OS (the policy's queues) moved to another core, beyond the
-        switch: None (default) charges the destination core's ``migration_cycles``. Hardware
-        moves (:meth:`SimView.migrate_running`) always charge ``migration_cycles``.
-    max_chunk : int
-        Most instructions run between two looks at the core's queue.
-    max_epochs : int or None
-        Stop after this many epochs: a window of the replay's first ``max_epochs * epoch_s``
-        simulated seconds, whose measures are the work done in it (the paper counts events
-        in a span of system execution, section 6.1). None (default): run until every item of
-        every copy is done.
-    idle_retry : bool
-        Idle cores look for work when work is queued elsewhere and at every tick (module).
-        False: an idle core looks only when work is queued on it.
-    tick_hz : float
-        Ticks per simulated second at which idle cores retry (:data:`TICK_HZ`).
-    ipi_s : float
-        Delay from queuing work to an idle core acting on it (:data:`IPI_S`).
-    kernel_data : str
-        :data:`KERNEL_DATA`: ``"shared"`` (default) or ``"per-copy"`` (module, Load).
-    copy_phase : str
-        :data:`COPY_PHASES`: ``"offset"`` (default) or ``"in-phase"`` (module).
-    phase_seed : int
-        Seed of the copies' start offsets.
-    ifetch_penalty : str
-        :data:`IFETCH_PENALTIES`: ``"difference"`` (default) or ``"full"``.
-    device_timing : str
-        :data:`~.device_loop.DEVICE_TIMINGS`: ``"closed"`` (default: interrupts released by
-        their traced requests) or ``"traced"`` (module, Devices in a closed loop).
-    """
-
-    machine: MachineConfig = field(default_factory=MachineConfig)
-    copies: int = 1
-    epoch_s: float = EPOCH_SECONDS
-    switch_cycles: int | None = 1000
-    os_migration_cycles: int | None = None
-    max_chunk: int = 20_000
-    max_epochs: int | None = None
-    idle_retry: bool = True
-    tick_hz: float = TICK_HZ
-    ipi_s: float = IPI_S
-    kernel_data: str = "shared"
-    copy_phase: str = "offset"
-    phase_seed: int = 0
-    ifetch_penalty: str = "difference"
-    device_timing: str = "closed"
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.copies, int) or isinstance(self.copies, bool) or self.copies < 1:
-            raise ValueError(f"copies must be a positive integer, got {self.copies!r}")
-        for name in ("epoch_s", "tick_hz"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise ValueError(f"{name} must be a positive number, got {v!r}")
-        if not (isinstance(self.ipi_s, (int, float)) and math.isfinite(self.ipi_s)
-                and self.ipi_s >= 0):
-            raise ValueError(f"ipi_s must be a non-negative number of seconds, got "
-                             f"{self.ipi_s!r}")
-        if not isinstance(self.max_chunk, int) or self.max_chunk < 1:
-            raise ValueError(f"max_chunk must be a positive integer, got {self.max_chunk!r}")
-        if self.max_epochs is not None and (not isinstance(self.max_epochs, int)
-                                            or isinstance(self.max_epochs, bool)
-                                            or self.max_epochs < 1):
-            raise ValueError(f"max_epochs must be a positive integer or None, got "
-                             f"{self.max_epochs!r}")
-        if self.switch_cycles is not None and (
-                not isinstance(self.switch_cycles, int) or isinstance(self.switch_cycles, bool)
-                or self.switch_cycles < 0):
-            raise ValueError(f"switch_cycles must be a non-negative integer or None (the "
-                             f"traced switch path), got {self.switch_cycles!r}")
-        if self.os_migration_cycles is not None and (
-                not isinstance(self.os_migration_cycles, int)
-                or isinstance(self.os_migration_cycles, bool) or self.os_migration_cycles < 0):
-            raise ValueError(f"os_migration_cycles must be a non-negative integer or None, "
-                             f"got {self.os_migration_cycles!r}")
-        if not isinstance(self.idle_retry, bool):
-            raise ValueError(f"idle_retry must be True or False, got {self.idle_retry!r}")
-        for name, choices in (("kernel_data", KERNEL_DATA), ("copy_phase", COPY_PHASES),
-                              ("ifetch_penalty", IFETCH_PENALTIES),
-                              ("device_timing", DEVICE_TIMINGS)):
-            if getattr(self, name) not in choices:
-                raise ValueError(f"{name} must be one of {', '.join(choices)}, got "
-                                 f"{getattr(self, name)!r}")
-        if not isinstance(self.phase_seed, int) or isinstance(self.phase_seed, bool):
-            raise ValueError(f"phase_seed must be an integer, got {self.phase_seed!r}")
-
-    @property
-    def ncores(self) -> int:
-        return len(self.machine.cores)
 
 
 class Engine:
