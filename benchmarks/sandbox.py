@@ -51,7 +51,7 @@ import json, resource, sys, time
 from pysched.evaluation.runner import copies_for, machine, prepare
 from pysched.policies import get_policy
 from pysched.sandbox import SandboxConfig, simulate
-from pysched.sandbox.engine import ENGINES
+from pysched.sandbox.replay import ENGINES
 from pysched.sandbox.item_streams import item_streams
 from pysched.sandbox.switch_cost import sandbox_costs
 path, policies, cores, load, epochs, plain = sys.argv[1:7]

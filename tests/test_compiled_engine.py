@@ -18,7 +18,8 @@ from pysched.evaluation.runner import copies_for, prepare
 from pysched.evaluation.runner import machine as table2_machine
 from pysched.policies import REGISTRY, get_policy
 from pysched.sandbox import Footprint, SandboxConfig, simulate
-from pysched.sandbox.engine import ENGINES, Engine
+from pysched.sandbox.engine import Engine
+from pysched.sandbox.replay import ENGINES
 from pysched.sandbox.item_streams import item_streams
 from pysched.sandbox.switch_cost import sandbox_costs
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pysched import _jitcache  # noqa: F401  (first: ties numba's kernel cache to the sources)
 
 from .config import SandboxConfig
-from .engine import RunResult, simulate
+from .replay import RunResult, simulate
 from .simview import SimView, Work
 from .footprint import Footprint, build_footprint
 from .metrics import SandboxStats

@@ -126,7 +126,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -158,7 +157,7 @@ _CELLS = 3 * NLEVELS   # a stall table's (kind, level) cells
 
 
 class Engine:
-    """One run of a policy on a workload (use :func:`simulate`)."""
+    """One run of a policy on a workload (use :func:`.replay.simulate`)."""
 
     def __init__(self, workload: Workload, footprint: Footprint, policy, config: SandboxConfig,
                  app_event_items: np.ndarray | None = None, switch_path=None) -> None:
@@ -1038,79 +1037,3 @@ class Engine:
         self.forced += 1
         self.satisfy(g, via_dep=True)
         return True
-
-
-@dataclass
-class RunResult:
-    """What :func:`simulate` returns.
-
-    Attributes
-    ----------
-    epochs : list of SandboxStats
-        Per-epoch deltas.
-    total : SandboxStats
-        The whole run.
-    forced_releases : int
-        Wake-ups released at their traced time to break a deadlock (see the module).
-    complete : bool
-        Every item of every copy ran (False: the run stopped at ``config.max_epochs``).
-    task_end_s : numpy.ndarray
-        Per thread (all copies): the simulated time its last item ended (a multi-threaded
-        program's completion time is the latest of its threads').
-    """
-
-    epochs: list[SandboxStats]
-    total: SandboxStats
-    forced_releases: int
-    policy: str
-    config: SandboxConfig
-    complete: bool = True
-    task_end_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
-
-
-#: :func:`simulate`'s engines: the compiled hot path (:mod:`.compiled`) or the plain one.
-ENGINES = ("compiled", "plain")
-
-
-def simulate(workload: Workload, footprint: Footprint, policy, config: SandboxConfig,
-             app_event_items: np.ndarray | None = None, on_epoch=None,
-             progress=None, switch_path=None, engine: str = "compiled",
-             streams=None) -> RunResult:
-    """Replay ``workload`` under ``policy`` on ``config``'s machine.
-
-    Parameters
-    ----------
-    workload : Workload
-    footprint : Footprint
-        The trace's access streams.
-    policy : Policy
-        A fresh policy instance (it keeps state).
-    config : SandboxConfig
-    app_event_items : array of int, optional
-        Application events each item completes (default none).
-    on_epoch : callable, optional
-        ``on_epoch(epoch, stats)`` after every epoch.
-    progress : callable, optional
-        ``progress(done_items, total_items)`` after every epoch.
-    switch_path : TracedSwitch, optional
-        The trace's switch path (:func:`.switch_cost.traced_switch`), needed when
-        ``config.switch_cycles`` is None.
-    engine : str
-        :data:`ENGINES`: ``"compiled"`` (default) or ``"plain"``, its twin; the same results.
-    streams : ItemStreams, optional
-        The workload's item streams for the compiled engine (built when not given).
-    """
-    if engine == "compiled":
-        from .compiled import CompiledEngine
-        eng = CompiledEngine(workload, footprint, policy, config, app_event_items,
-                             switch_path, streams)
-    elif engine == "plain":
-        eng = Engine(workload, footprint, policy, config, app_event_items, switch_path)
-    else:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    epochs = eng.run(on_epoch, progress)
-    total = epochs[0]
-    for e in epochs[1:]:
-        total = total + e
-    return RunResult(epochs, total, eng.forced, policy.name, config, eng.complete,
-                     eng.task_end.copy())
