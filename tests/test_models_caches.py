@@ -238,6 +238,24 @@ def test_hierarchy_hand_made():
     assert h.stats.served[0, 0].tolist() == [[0, 0, 0, 1], [1, 1, 0, 0], [0, 0, 0, 1]]
 
 
+@pytest.mark.parametrize("coherence", [False, True])  # the two kernels (levelwise without)
+@pytest.mark.parametrize("inclusive", [False, True])
+def test_l3_miss_of_a_line_another_core_holds(coherence, inclusive):
+    """Core 1 fills the L3 set of line 0 while core 0's L1d and L2 keep it; core 1's own load
+    of line 0 then misses the L3 with the line held elsewhere, unless the L3 is inclusive
+    (its eviction took core 0's copies)."""
+    cfg = small_hier("lru", cores=2, inclusive=inclusive, coherence=coherence)
+    sets, ways = cfg.l3.sets, cfg.l3.ways
+    core1 = [k * sets for k in range(1, ways + 1)] + [0]  # line 0's L3 set, then line 0
+    h = compare_hierarchy(cfg, [(c, np.array([x * LINE for x in lines], np.uint64),
+                                 np.full(len(lines), LOAD, np.uint8),
+                                 np.zeros(len(lines), np.uint8))
+                                for c, lines in ((0, [0]), (1, core1))])
+    held = h.stats.events[:, EVENT_NAMES.index("l3_misses_held_elsewhere")].tolist()
+    assert held == ([0, 0] if inclusive else [0, 1])
+    assert h.stats.served[1, 0, LOAD, 3] == ways + 1  # every load of core 1 from memory
+
+
 @pytest.mark.parametrize("policy", ["lru", "fifo", "random"])
 @pytest.mark.parametrize("inclusive", [False, True])
 @pytest.mark.parametrize("coherence", [False, True])
@@ -260,6 +278,8 @@ def test_hierarchy_random_streams(policy, inclusive, coherence, ways):
     assert ev[EVENT_NAMES.index("wb_l1d")] > 0 and ev[EVENT_NAMES.index("wb_l2")] > 0
     if inclusive:
         assert ev[EVENT_NAMES.index("back_invalidations")] > 0
+    if not inclusive:
+        assert ev[EVENT_NAMES.index("l3_misses_held_elsewhere")] > 0
     if coherence:
         assert ev[EVENT_NAMES.index("coherence_invalidations")] > 0
         assert ev[EVENT_NAMES.index("coherence_writebacks")] > 0

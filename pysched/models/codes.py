@@ -20,9 +20,10 @@ EV_WBMISS_L3 = 4   # write-backs into the L3 that missed and allocated
 EV_BACKINV = 5     # copies removed from upper levels to keep inclusion
 EV_COH_INV = 6     # other cores' copies invalidated by this core's stores
 EV_COH_WB = 7      # other cores' dirty copies written back to the L3 by coherence
-NEVENTS = 8
+EV_L3_HELD = 8     # demand misses of the L3 whose line another core's L1i, L1d or L2 held
+NEVENTS = 9
 EVENT_NAMES = ("wb_l1d", "wb_l2", "wb_l3", "wbmiss_l2", "wbmiss_l3", "back_invalidations",
-               "coherence_invalidations", "coherence_writebacks")
+               "coherence_invalidations", "coherence_writebacks", "l3_misses_held_elsewhere")
 
 # Requester classes when only application and OS are told apart.
 APP, OS = 0, 1

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pysched.models.codes import EV_L3_HELD, MEM
 from pysched.models.stats import CacheStats, Record
 
 
@@ -158,6 +159,10 @@ class SandboxStats(Record):
         return float(np.average(index, weights=ins[:, ok].sum(axis=0)))
 
 
+def _share(part: int, whole: int) -> float:
+    return part / whole if whole else float("nan")
+
+
 def stats_row(s: SandboxStats, app_classes: np.ndarray) -> dict[str, float]:
     """The scalar metrics of one record (an epoch or a run) as a flat dict.
 
@@ -202,6 +207,10 @@ def stats_row(s: SandboxStats, app_classes: np.ndarray) -> dict[str, float]:
         "data_stall_l2_cycles": float(s.stall_split_cycles[:, 1:, 1].sum()),
         "data_stall_l3_cycles": float(s.stall_split_cycles[:, 1:, 2].sum()),
         "data_stall_memory_cycles": float(s.stall_split_cycles[:, 1:, 3].sum()),
+        # of the L3's demand misses (every class and kind), the share whose line another
+        # core's L1 or L2 held: lines the non-inclusive L3 dropped while they stayed hot there
+        "l3_miss_held_share": _share(int(c.events[:, EV_L3_HELD].sum()),
+                                     int(c.served[..., MEM].sum())),
         "switch_share": share(s.switch_cycles.sum()),
         "migration_share": share(s.migration_cycles.sum()),
         "policy_share": share(s.charged_cycles.sum()),

@@ -69,7 +69,8 @@ SWEEP_KEYS = ("epoch_ms", "machine")
 #: share the kernel's data and start out of phase, SchedTask pays TMigrate and TAlloc; points
 #: carry the model's settings (``model``) and a window (``epochs``). 8: device interrupts that
 #: answer a traced request come a traced latency after it runs (``device_timing`` closed).
-RESULT_VERSION = 8
+#: 9: results have ``l3_miss_held_share``.
+RESULT_VERSION = 9
 
 
 class SweepSpecError(ValueError):

@@ -97,7 +97,7 @@ def slow_single(addr, store, sets, ways, line_size, policy, seed=1):
 
 
 EV = {"wb_l1d": 0, "wb_l2": 1, "wb_l3": 2, "wbmiss_l2": 3, "wbmiss_l3": 4, "backinv": 5,
-      "cohinv": 6, "cohwb": 7}
+      "cohinv": 6, "cohwb": 7, "l3held": 8}
 
 
 class SlowHierarchy:
@@ -109,7 +109,7 @@ class SlowHierarchy:
         self.l3 = mk(cfg.l3)
         self.served = [[[[0] * 4 for _ in range(3)] for _ in range(classes)]
                        for _ in range(cfg.cores)]
-        self.events = [[0] * 8 for _ in range(cfg.cores)]
+        self.events = [[0] * len(EV) for _ in range(cfg.cores)]
 
     def ev(self, c, name):
         self.events[c][EV[name]] += 1
@@ -176,6 +176,9 @@ class SlowHierarchy:
                     served = 2
                 else:
                     served = 3
+                    if any(cache.find(line) is not None for o in range(self.cfg.cores)
+                           if o != c for cache in self.priv[o]):
+                        self.ev(c, "l3held")
                     self.l3_evicted(c, self.l3.fill(line, 0))
                 if self.cfg.coherence and not st:
                     for o in range(self.cfg.cores):

@@ -26,8 +26,8 @@ import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
 from . import policies, ranks, simd
-from ..codes import (EV_BACKINV, EV_COH_INV, EV_COH_WB, EV_WB_L1D, EV_WB_L2, EV_WB_L3,
-                     EV_WBMISS_L2, EV_WBMISS_L3, IFETCH, NKINDS, NLEVELS, STORE)
+from ..codes import (EV_BACKINV, EV_COH_INV, EV_COH_WB, EV_L3_HELD, EV_WB_L1D, EV_WB_L2,
+                     EV_WB_L3, EV_WBMISS_L2, EV_WBMISS_L3, IFETCH, NKINDS, NLEVELS, STORE)
 
 # Kernels that are called (not inlined) are compiled with _nrt=False: they allocate nothing, and
 # with numba's reference counting on, every inlined helper taking arrays cost an atomic
@@ -429,6 +429,21 @@ def _drop_private(tags, dirty, stamp, clk, off, geo, cores, core, levels,
 
 
 @numba.njit(cache=True, _nrt=False)
+def _held_elsewhere(tags, off, geo, cores, c, line) -> bool:
+    """Whether a core other than ``c`` holds ``line`` in its L1i, L1d or L2: counted at a
+    demand miss of the L3 (``EV_L3_HELD``), which memory serves. A non-inclusive L3 drops
+    lines that stay hot in a private cache (an L2 hit does not refresh the L3's order), so
+    such misses are not capacity misses of the work in flight."""
+    for o in range(cores):
+        if o == c:
+            continue
+        for p in range(3):
+            if _find(tags, _base(off, geo, cores, p, o, line), geo[p, G_WAYS], line) >= 0:
+                return True
+    return False
+
+
+@numba.njit(cache=True, _nrt=False)
 def _l3_evicted(tags, dirty, stamp, clk, off, geo, cores, inclusive, c, victim, victim_dirty,
                 events):
     """Consequences of the L3 evicting ``victim``: back-invalidation and the memory write."""
@@ -538,6 +553,8 @@ def _below_l1(tags, dirty, stamp, clk, off, geo, cores, inclusive, coherence, rn
         s = 2
     else:
         s = 3
+        if _held_elsewhere(tags, off, geo, cores, c, line):
+            events[c, EV_L3_HELD] += 1
         v, vd = policies.fill(geo[3, G_POLICY], tags, dirty, stamp, b3, w3, line, 0,
                                _tick(clk), rng)
         # (calls only when there is something to do: a numba call measured ~100 ns here)

@@ -31,9 +31,9 @@ import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
 from . import policies, ranks, simd
-from ..codes import (EV_WB_L1D, EV_WB_L2, EV_WB_L3, EV_WBMISS_L2, EV_WBMISS_L3, IFETCH,
-                     NKINDS, NLEVELS, STORE)
-from .kernels import G_MASK, G_POLICY, G_WAYS, _count_pairs
+from ..codes import (EV_L3_HELD, EV_WB_L1D, EV_WB_L2, EV_WB_L3, EV_WBMISS_L2, EV_WBMISS_L3,
+                     IFETCH, NKINDS, NLEVELS, STORE)
+from .kernels import G_MASK, G_POLICY, G_WAYS, _count_pairs, _held_elsewhere
 
 #: Events ahead whose set the last level's loop prefetches: its queue is known in advance, so
 #: the host's cache misses on a large L3's arrays overlap instead of following one another.
@@ -255,7 +255,9 @@ def _lower(find, oldest, ordered, args):
     last level, else queued for the next one (then the dirty victim). A write-back hit only
     sets the dirty bit; a write-back miss allocates the line dirty (the rules of
     :mod:`.kernels`). Returns ``(clock, queued events, dirty evictions, write-back misses,
-    demands, demand hits)``.
+    demands, demand hits, last-level demand misses another core's private cache held)``: the
+    other cores' caches are as they were when the run began, as in :mod:`.kernels`, since a
+    run is one core's.
 
     With ``each``, every demand moves its access's count to the level that serves it here (see
     :func:`_run_levelwise`); without, the caller moves them all at once from the returned
@@ -263,8 +265,9 @@ def _lower(find, oldest, ordered, args):
     counter at every event made each event wait for the previous one).
     """
     (tags, dirty, stamp, now, base0, mask, ways, lru, level, last, n_in, in_line, in_org,
-     out_line, out_org, kind, cls, served_out, served, row, each) = args
+     out_line, out_org, kind, cls, served_out, served, row, each, off, geo, cores, core) = args
     e = 0
+    held = 0
     writebacks = 0
     wb_misses = 0
     demands = 0
@@ -301,6 +304,8 @@ def _lower(find, oldest, ordered, args):
         if n >= 0:
             if last:
                 served_out[n] = level + 1
+                if _held_elsewhere(tags, off, geo, cores, core, line):
+                    held += 1
                 if each:
                     _count(served, row, cls, kind, n, level + 1, 1)
             else:
@@ -323,7 +328,7 @@ def _lower(find, oldest, ordered, args):
                 out_line[e] = v
                 out_org[e] = -1
                 e += 1
-    return now, e, writebacks, wb_misses, demands, hits
+    return now, e, writebacks, wb_misses, demands, hits, held
 
 
 @numba.njit(cache=True, inline="always")
@@ -338,12 +343,13 @@ def _oldest1(stamp: np.ndarray, base: int, ways: int) -> int:
 
 @numba.njit(cache=True, inline="always")
 def _lower_lanes(tags, dirty, stamp, now, base0, mask, ways, lru, level, last, n_in, in_line,
-                 in_org, out_line, out_org, kind, cls, served_out, served, row, each):
+                 in_org, out_line, out_org, kind, cls, served_out, served, row, each, off, geo,
+                 cores, core):
     """:func:`_lower` with the set operations of the smallest vector that holds ``ways`` (any
     ways above 16)."""
     # the arguments as one tuple: numba inlines no call with *args
     args = (tags, dirty, stamp, now, base0, mask, ways, lru, level, last, n_in, in_line, in_org,
-            out_line, out_org, kind, cls, served_out, served, row, each)
+            out_line, out_org, kind, cls, served_out, served, row, each, off, geo, cores, core)
     if ways == 1:
         return _lower(_find1, _oldest1, False, args)
     if ways <= 2:
@@ -398,7 +404,7 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank:
     one_key = _count_pairs(cls, kind, NKINDS, hist, served, row * u(NKINDS * NLEVELS), NLEVELS)
     each = not one_key
     now = clk[0]
-    wb1 = wb2 = wb3 = miss2 = miss3 = 0
+    wb1 = wb2 = wb3 = miss2 = miss3 = held3 = 0
     d2 = h2 = d3 = h3 = 0
     # the first block goes as the last run's last block did; a new hierarchy's first block, from
     # cold caches, mostly misses: branch-free (measured 4-27 % faster on the short chase streams,
@@ -417,18 +423,19 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank:
                               l2_line, l2_org)
         branchless = n2 > BRANCHLESS_ABOVE * (hi - lo)
         wb1 += w
-        now, n3, w, m, d, h = _lower_lanes(tags, dirty, stamp, now, b2, geo[2, G_MASK],
-                                           geo[2, G_WAYS], lru_2, 1, False, n2, l2_line,
-                                           l2_org, l3_line, l3_org, kind, cls, served_out,
-                                           served, row, each)
+        now, n3, w, m, d, h, _ = _lower_lanes(tags, dirty, stamp, now, b2, geo[2, G_MASK],
+                                              geo[2, G_WAYS], lru_2, 1, False, n2, l2_line,
+                                              l2_org, l3_line, l3_org, kind, cls, served_out,
+                                              served, row, each, off, geo, cores, c)
         wb2 += w
         miss2 += m
         d2 += d
         h2 += h
-        now, _, w, m, d, h = _lower_lanes(tags, dirty, stamp, now, b3, geo[3, G_MASK],
-                                          geo[3, G_WAYS], lru_3, 2, True, n3, l3_line, l3_org,
-                                          l3_line, l3_org, kind, cls, served_out, served, row,
-                                          each)
+        now, _, w, m, d, h, held = _lower_lanes(tags, dirty, stamp, now, b3, geo[3, G_MASK],
+                                                geo[3, G_WAYS], lru_3, 2, True, n3, l3_line,
+                                                l3_org, l3_line, l3_org, kind, cls, served_out,
+                                                served, row, each, off, geo, cores, c)
+        held3 += held
         wb3 += w
         miss3 += m
         d3 += d
@@ -446,3 +453,4 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank:
     events[c, EV_WB_L3] += wb3
     events[c, EV_WBMISS_L2] += miss2
     events[c, EV_WBMISS_L3] += miss3
+    events[c, EV_L3_HELD] += held3
