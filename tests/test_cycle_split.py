@@ -109,6 +109,10 @@ def test_the_data_stall_is_split_by_the_level_that_served_it():
     # the headline gives the data stall's change and its split, largest first (the L2's
     # zero change left out)
     assert "data stall +0.200 [L3 +0.170, memory +0.030]" in headline_markdown(r)
+    # and the share of the L3's misses whose line another core held, beside the baseline's
+    held = headline_markdown(r.assign(l3_miss_held_share=np.where(st, 0.25, 0.05)))
+    assert "L3 misses of lines another core held 25.0 % (linux 5.0 %)" in held
+    assert "L3 misses of lines another core held" not in headline_markdown(r)
     # runs stored before the split: no table, and the headline without brackets
     old = r.drop(columns=["data_stall_l3_cycles"])
     assert level_lines(old, ["schedtask"]) == []

@@ -517,6 +517,13 @@ def _measured(x: pd.DataFrame, policy: str, baseline: str) -> str:
     if why := reason_text(mean_differences(x, policy, baseline),
                           level_differences(x, policy, baseline)):
         parts.append(why)
+    if "l3_miss_held_share" in x:
+        # the L3 misses that are no capacity miss: lines another core's private cache held
+        own = x.loc[x["policy"] == policy, "l3_miss_held_share"].mean()
+        base = x.loc[x["policy"] == baseline, "l3_miss_held_share"].mean()
+        if np.isfinite(own) and np.isfinite(base):
+            parts.append(f"L3 misses of lines another core held {100 * own:.1f} % "
+                         f"({baseline} {100 * base:.1f} %)")
     return ("; measured: " + "; ".join(parts)) if parts else ""
 
 
@@ -556,7 +563,9 @@ def headline_markdown(runs: pd.DataFrame, baseline: str = "linux",
             lines += ["Measured in these runs, means over the workloads: the share of core "
                       "time a core idled while work was queued on some core, and the change of "
                       f"cycles per busy instruction against {baseline} by cause (\"Where the busy "
-                      "cycles go\" below).", ""]
+                      "cycles go\" below), and the share of the L3's misses whose line another "
+                      "core's private cache held (the rest found it in no cache: capacity and "
+                      "first touches).", ""]
     if not lines:
         return ""
     if not reasons:
