@@ -504,26 +504,30 @@ def paper_loads(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[runs["load_unit"] == LOAD_MACHINE]
 
 
+def _shares(x: pd.DataFrame, column: str, policy: str, baseline: str, label: str,
+            unit: str = "") -> list[str]:
+    """``label`` with ``policy``'s mean of the share ``column`` beside ``baseline``'s, as
+    percentages; nothing when the runs lack the column or either mean."""
+    if column not in x:
+        return []
+    own = x.loc[x["policy"] == policy, column].mean()
+    base = x.loc[x["policy"] == baseline, column].mean()
+    if not (np.isfinite(own) and np.isfinite(base)):
+        return []
+    return [f"{label} {100 * own:.1f} %{unit} ({baseline} {100 * base:.1f} %)"]
+
+
 def _measured(x: pd.DataFrame, policy: str, baseline: str) -> str:
-    """What the runs measured behind a policy's change: idleness beside queued work and the
-    split of its cycles per instruction (:mod:`.cycle_split`)."""
-    parts = []
-    if "idle_work_waiting" in x:
-        own = x.loc[x["policy"] == policy, "idle_work_waiting"].mean()
-        base = x.loc[x["policy"] == baseline, "idle_work_waiting"].mean()
-        if np.isfinite(own) and np.isfinite(base):
-            parts.append(f"idle with work queued {100 * own:.1f} % of core time "
-                         f"({baseline} {100 * base:.1f} %)")
+    """What the runs measured behind a policy's change: idleness beside queued work, the
+    split of its cycles per instruction (:mod:`.cycle_split`), and the L3's misses that are
+    no capacity miss (lines another core's private cache held)."""
+    parts = _shares(x, "idle_work_waiting", policy, baseline, "idle with work queued",
+                    " of core time")
     if why := reason_text(mean_differences(x, policy, baseline),
                           level_differences(x, policy, baseline)):
         parts.append(why)
-    if "l3_miss_held_share" in x:
-        # the L3 misses that are no capacity miss: lines another core's private cache held
-        own = x.loc[x["policy"] == policy, "l3_miss_held_share"].mean()
-        base = x.loc[x["policy"] == baseline, "l3_miss_held_share"].mean()
-        if np.isfinite(own) and np.isfinite(base):
-            parts.append(f"L3 misses of lines another core held {100 * own:.1f} % "
-                         f"({baseline} {100 * base:.1f} %)")
+    parts += _shares(x, "l3_miss_held_share", policy, baseline,
+                     "L3 misses of lines another core held")
     return ("; measured: " + "; ".join(parts)) if parts else ""
 
 
