@@ -30,9 +30,11 @@ fi
 
 log "compiling the numba kernels (a few minutes, once per change of the sources)"
 tmp=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
+# a stopped set-up stops the warm-up too: each job and the commands it started
+trap 'for j in $(jobs -p); do pkill -TERM -P "$j" 2>/dev/null; kill "$j" 2>/dev/null; done
+      rm -rf "$tmp"' EXIT
 policies=$("$py" -c 'from pysched.studies.schedtask_paper.study import POLICIES
-print(",".join(POLICIES))') || exit 0
+print(",".join(POLICIES))') || { log "kernel warm-up: pysched does not import"; exit 0; }
 { "$pysched" analyse "$trace" --out "$tmp/analyse" \
     && "$pysched" seeds --data data --out "$tmp/seeds" --workers 1 --no-cache; } \
   > "$tmp/analyse.log" 2>&1 &

@@ -37,7 +37,7 @@ fi
 
 # --- apt packages ------------------------------------------------------------------------------
 pkgs="build-essential pkg-config libglib2.0-dev busybox-static cpio xz-utils zstd dpkg-dev
-      python3-venv python3-dev kmod"
+      python3-venv python3-dev kmod procps"
 # The Debian guest image (debootstrap, mke2fs -d) and the workloads' host-side peers (scp, ab).
 pkgs="$pkgs debootstrap e2fsprogs openssh-client apache2-utils"
 missing=""
