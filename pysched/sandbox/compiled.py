@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .chunk_kernel import _chunk_hierarchy, _chunk_levelwise
+from .chunk_kernel import _chunk_hierarchy, _chunk_levelwise, entry_point
 from .engine import _EV_CORE, DATA_COPY_STRIDE, Engine
 from .item_streams import ItemStreams, item_streams
 
@@ -45,7 +45,7 @@ class CompiledEngine(Engine):
                np.zeros(3 * 4, np.int64))
         h = self.hier
         head, tail = h._args[h._levelwise]
-        self._kernel = _chunk_levelwise if h._levelwise else _chunk_hierarchy
+        kernel = _chunk_levelwise if h._levelwise else _chunk_hierarchy
         # the copy's data moves by copy * stride when the footprint has data (engine, Load)
         self._data = bool(footprint.data)
         self._use_priv = bool(footprint.data and config.kernel_data == "shared"
@@ -60,6 +60,10 @@ class CompiledEngine(Engine):
         # the buffers and the statistics
         self._item_args = (*head, *tail, s.off, s.line, s.kind, s.private, s.shift, *buf,
                            *state[1:])
+        # the kernel's machine code for the types start_chunk and _switch_piece pass (the
+        # switch path's stream has the items' array types)
+        self._kernel = entry_point(kernel, (*self._item_args, 0, 0, 0, 0, 0, 0, 0, False, 0,
+                                            0, False, 0.0, 0, 0, 0.0))
         if self.cfg.switch_cycles is None:
             sw = self.sw
             self._sw_args = (*head, *tail, sw.off, sw.line, sw.kind, sw.private, sw.shift,
