@@ -9,6 +9,8 @@ are the plain engine's in every column (the tests compare the two on every polic
 """
 from __future__ import annotations
 
+from heapq import heappush as _heappush
+
 import numpy as np
 
 from .chunk_kernel import _chunk_hierarchy, _chunk_levelwise, entry_point
@@ -72,7 +74,12 @@ class CompiledEngine(Engine):
     def start_chunk(self, c: int, g: int, extra_cycles: float = 0.0,
                     extra_kind: str = "") -> None:
         i = g % self.n
-        o, end = self._chunk_span(g, i)
+        # Engine._chunk_span, inlined
+        o = self.prog[g]
+        end = min(self._insns[i], o + self.cfg.max_chunk)
+        k = self._wptr[i] + self.trig[g]
+        if k < self._wptr[i + 1] and o <= self._woff[k] < end:
+            end = self._woff[k]
         copy = g // self.n
         t = self._taskof[i]
         ty = self._type[i]
@@ -82,7 +89,8 @@ class CompiledEngine(Engine):
                               copy * self.w.ntasks + t if t >= 0 else -1, g, self.now)
         self.core_item[c] = g
         self.core_end[c] = end
-        self.push(self.now + dur, _EV_CORE, c)
+        self.seq += 1
+        _heappush(self.heap, (self.now + dur, self.seq, _EV_CORE, c))  # Engine.push, inlined
         if self.log is not None:
             self.log.append((g, c, self.now, self.now + dur, o, end))
 

@@ -124,7 +124,7 @@ Rules (each an approximation of a real machine, written down here where it is ma
 """
 from __future__ import annotations
 
-import heapq
+from heapq import heappop as _heappop, heappush as _heappush
 import math
 from functools import cached_property
 
@@ -397,10 +397,12 @@ class Engine:
         if dt <= 0:
             return
         t0, self.acc_t = self.acc_t, t
+        idle = self.core_item.count(-1)
+        if not (idle or self.check_idle):
+            return  # every core busy: no idle time to class
         queued = any(self.queues) or any(self.incoming)
         if self.check_idle:
             self._check_looked(t0, t, queued)
-        idle = self.core_item.count(-1)
         if idle:
             if queued:
                 self.s_idle_wait += idle * dt
@@ -421,7 +423,7 @@ class Engine:
 
     def _poke_idle(self) -> None:
         """Work waits on a busy core: every idle core looks for work an IPI later (module)."""
-        if not self.cfg.idle_retry:
+        if not self.cfg.idle_retry or -1 not in self.core_item:
             return
         t = self.now + self.cfg.ipi_s
         for c in range(self.ncores):
@@ -515,7 +517,7 @@ class Engine:
 
     def push(self, t: float, kind: int, a: int) -> None:
         self.seq += 1
-        heapq.heappush(self.heap, (t, self.seq, kind, a))
+        _heappush(self.heap, (t, self.seq, kind, a))
 
     def satisfy(self, g: int, via_dep: bool = False) -> None:
         """A wake-up or a release time of item ``g`` came; place it when nothing is left."""
@@ -553,6 +555,8 @@ class Engine:
             self._poke_idle()  # it waits behind other work: idle cores may take it
 
     def _check_core(self, c, hook: str) -> None:
+        if type(c) is int and 0 <= c < self.ncores:
+            return
         if not isinstance(c, (int, np.integer)) or not 0 <= c < self.ncores:
             raise ValueError(f"policy {self.policy.name!r} returned core {c!r} from its "
                              f"{hook} hook; cores are 0..{self.ncores - 1}")
@@ -815,10 +819,12 @@ class Engine:
         if g >= 0 and self.core_until[c] > self.now:
             return  # a kick while busy: the chunk's own event will come
         if g >= 0:
-            self.prog[g] = self.core_end[c]
-            self.fire(g)
             i = g % self.n
-            if self.prog[g] >= self._insns[i]:
+            p = self.prog[g] = self.core_end[c]
+            k = self._wptr[i] + self.trig[g]
+            if k < self._wptr[i + 1] and self._woff[k] <= p:  # someone waits for this point
+                self.fire(g)
+            if p >= self._insns[i]:
                 self.core_item[c] = -1
                 self.core_moveto[c] = -1  # the item ended: nothing left to move
                 self.finish(g, c)
@@ -969,20 +975,21 @@ class Engine:
         if self.cfg.idle_retry:
             self.push(1.0 / self.cfg.tick_hz, _EV_IDLE_TICK, 1)
             self.periodic += 1
+        heap, core_event = self.heap, self.core_event
         while self.done_items < total:
             # only the periodic events left and no core running: nothing can happen
-            if not self.heap or (len(self.heap) == self.periodic
-                                 and not any(x >= 0 for x in self.core_item)):
+            if len(heap) <= self.periodic and (not heap or (
+                    len(heap) == self.periodic and not any(x >= 0 for x in self.core_item))):
                 if not self._break_deadlock():
                     raise RuntimeError(f"sandbox stalled with {total - self.done_items} items "
                                        "left and nothing ready")
                 continue
-            t, _, kind, a = heapq.heappop(self.heap)
+            t, _, kind, a = _heappop(heap)
             if t > self.now:
                 self._advance(t)
                 self.now = t
             if kind == _EV_CORE:
-                self.core_event(a)
+                core_event(a)
             elif kind == _EV_RELEASE:
                 self.satisfy(a)
             elif kind == _EV_POKE:
