@@ -6,11 +6,12 @@ after the other, into a scratch directory. Three states of the caches are measur
 
 * ``first``: the first run after set-up: numba's kernel cache at its default (set-up compiles
   the kernels: scripts/compile-kernels.sh), the cache of prepared traces (``PYSCHED_CACHE_DIR``)
-  in a new, empty directory;
+  in a new directory that set-up's last step fills (scripts/prepare-traces.sh, run here
+  untimed in the run and timed apart as ``setup_prepare``);
 * ``warm``: both at their defaults, after one untimed run has filled them (skipped when
   ``--no-fill``);
 * ``cold``: both in new, empty directories (``NUMBA_CACHE_DIR`` too): what set-up's kernel
-  step saves the first run.
+  and preparation steps save the first run.
 
 Target (issue 33): at most 300 s after set-up. The set-up itself (apt, the guest, the venv)
 is not timed.
@@ -89,10 +90,20 @@ def main(argv: list[str] | None = None) -> int:
                          "cold": ("NUMBA_CACHE_DIR", "PYSCHED_CACHE_DIR")}[mode]
                 for var in empty:
                     env[var] = tempfile.mkdtemp(prefix=f"{mode}-{var.lower()}-", dir=scratch)
-            elif not args.no_fill:
+            setup_s = None
+            if mode == "first":
+                # set-up's last step, as set-up runs it (not under CI)
+                env_setup = {k: v for k, v in env.items() if k != "CI"}
+                t0 = time.perf_counter()
+                subprocess.run(["bash", str(REPO / "scripts" / "prepare-traces.sh")],
+                               cwd=REPO, env=env_setup, stdout=subprocess.DEVNULL, check=True)
+                setup_s = time.perf_counter() - t0
+            elif mode == "warm" and not args.no_fill:
                 run_steps(env, scratch)  # fill the default caches; not timed
             t = run_steps(env, scratch)
-            t["met"] = t["total"] <= TARGET_S
+            if setup_s is not None:
+                t["setup_prepare"] = setup_s
+            t["met"] = t["total"] <= TARGET_S  # the run's steps (set-up's not counted)
             result["modes"][mode] = t
             print(f"make run, {mode} caches: " + ", ".join(f"{k} {v:.0f} s" for k, v in
                                                           t.items() if k != "met"), flush=True)

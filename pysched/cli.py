@@ -50,8 +50,10 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
               "the other seeds' tables (HRRS, cache-fair, DVFS placement) on the shipped traces",
               "pysched seeds --data data --out results/seeds"),
     "cache": ("pysched.evaluation.cache_command",
-              "where prepared traces are cached, what is there; --clear removes them",
-              "pysched cache\n         pysched cache --clear"),
+              "where prepared traces are cached, what is there; --prepare fills it, "
+              "--clear removes it",
+              "pysched cache\n         pysched cache --prepare data/find data/apache\n"
+              "         pysched cache --clear"),
 }
 
 

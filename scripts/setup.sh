@@ -91,4 +91,7 @@ make -C "$top/guest" busybox-guest
 # --- pysched's numba kernels, compiled into numba's cache ----------------------------------------
 bash "$top/scripts/compile-kernels.sh"
 
+# --- the shipped traces, prepared for the sandbox into the user's cache (not under CI) -----------
+bash "$top/scripts/prepare-traces.sh"
+
 log "done"

@@ -272,6 +272,22 @@ def test_the_cache_command_lists_and_clears(cache: Path, capsys) -> None:
     assert "1 prepared trace removed" in capsys.readouterr().out and not _entries(cache)
 
 
+def test_the_cache_command_prepares_ahead_and_refuses_what_check_rejects(cache: Path, tmp_path,
+                                                                          capsys) -> None:
+    from pysched.cli import main
+    bad = shutil.copytree(SMALL, tmp_path / "unfinished")
+    (bad / "manifest.json").unlink()  # a capture that did not finish: `check` rejects it
+    assert main(["cache", "--prepare", str(SMALL), str(bad), "--jobs", "1"]) == 1
+    out, err = capsys.readouterr()
+    assert f"{SMALL}: prepared in" in out and f"{bad}: not prepared" in err
+    assert len(_entries(cache)) == 1 and runner.is_prepared(SMALL)
+    assert main(["cache", "--prepare", str(SMALL), "--jobs", "1"]) == 0
+    assert f"{SMALL}: in the cache already" in capsys.readouterr().out
+    assert len(_entries(cache)) == 1
+    with pytest.raises(SystemExit, match="--clear and --prepare"):
+        main(["cache", "--prepare", str(SMALL), "--clear"])
+
+
 def test_the_key_covers_the_code_that_prepares(cold_small) -> None:
     """Every pysched file whose Python code runs while a trace is prepared is hashed into the
     key (:data:`SOURCES`), or is the building function itself (hashed by its source)."""

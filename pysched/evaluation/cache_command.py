@@ -1,9 +1,12 @@
-"""``pysched cache``: where prepared traces are cached, what is there, and clearing it; and
-the ``--no-cache`` option of the commands that prepare traces."""
+"""``pysched cache``: where prepared traces are cached, what is there, preparing traces ahead,
+and clearing it; and the ``--no-cache`` option of the commands that prepare traces."""
 from __future__ import annotations
 
 import argparse
+import sys
 import textwrap
+import time
+from pathlib import Path
 
 from . import prepared_cache
 
@@ -24,11 +27,55 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = f"{p.description}\n\n{where}" if p.description else where
     p.add_argument("--clear", action="store_true",
                    help="remove every cached prepared trace")
+    p.add_argument("--prepare", nargs="+", metavar="TRACE", type=Path,
+                   help="prepare these trace directories for the sandbox now and store them "
+                        "(those in the cache already are left as they are), so that the first "
+                        "evaluation of each starts at once")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="traces prepared at once with --prepare, each in its own process "
+                        "(default: one per core)")
+
+
+def _prepare_one(path: Path) -> tuple[bool, str]:
+    """Prepare ``path`` into the cache (one piece of ``--prepare``, in a worker): whether it
+    worked, and the line to print."""
+    from pysched.trace import preflight
+
+    from .runner import is_prepared, prepare
+    t0 = time.perf_counter()
+    try:
+        # the checker's cheap checks first: a trace `pysched check` rejects is not prepared
+        trace, _ = preflight(path)
+        if is_prepared(path):
+            return True, f"{path}: in the cache already"
+        prepare(path, trace=trace)
+    except (ValueError, OSError) as e:  # TraceError and TraceRejected are ValueErrors
+        return False, f"pysched cache: {path}: not prepared: {e}"
+    return True, f"{path}: prepared in {time.perf_counter() - t0:.1f} s"
+
+
+def prepare_ahead(paths: list[Path], jobs: int | None = None) -> int:
+    """Prepare every trace of ``paths`` into the cache, ``jobs`` at once (default one per
+    core): 0, or 1 when one of them failed (each failure is reported with its trace; the
+    others are prepared all the same)."""
+    from pysched._pool import Jobs, default_jobs
+    failed = 0
+    with Jobs(default_jobs(len(paths), jobs)) as pool:
+        for _, (ok, line) in pool.run(_prepare_one, paths):
+            print(line, file=sys.stdout if ok else sys.stderr, flush=True)
+            failed += not ok
+    return 1 if failed else 0
 
 
 def run(args: argparse.Namespace) -> int:
     """List the cache's entries and their sizes, or remove them all (``--clear``); 0."""
     root = prepared_cache.cache_dir()
+    if args.prepare:
+        if args.clear:
+            raise SystemExit("pysched cache: --clear and --prepare together: give one")
+        if args.jobs is not None and args.jobs < 1:
+            raise SystemExit(f"pysched cache: --jobs {args.jobs}: give 1 or more")
+        return prepare_ahead(args.prepare, args.jobs)
     if args.clear:
         n = prepared_cache.clear(root)
         print(f"{root}: {n} prepared trace{'s' if n != 1 else ''} removed")
