@@ -16,7 +16,8 @@
 #   make evaluate-paper  the study beside the SchedTask paper: every policy at 1X..8X, stealing
 #               and heatmap variants, on the eight shipped workloads (hours; a re-run resumes)
 #   make ablate-paper  which rule of the model decides each technique's result at 2X
-#               (results/ablation/; a re-run resumes); make ablate-seeds: HRRS's (seed 001)
+#               (out/ablation/; a re-run resumes; make run then quotes it); make ablate-seeds:
+#               HRRS's (seed 001)
 PY      := .venv/bin/python
 PYSCHED := .venv/bin/pysched
 RUN_OUT ?= results
@@ -112,13 +113,18 @@ data-seeds: plugin guest
 # traced vCPUs' work per core: 8 copies of each 2-vCPU trace), each run a window of its first
 # 5 epochs: the 2X part of the SchedTask paper study (results/sandbox/summary.md, beside the
 # paper's section 6).
+# When `make ablate-paper` (`make ablate-seeds`) has run, whose setting is this study's, the
+# summaries quote each policy's one-line reason from it (an ablation of another model or
+# setting is named and not quoted). Those long targets write under out/, which `make run`
+# leaves alone.
 RUN_EVAL_ARGS ?= --cores 8 --load 2 --variants none --epochs 5
 run: plugin guest
 	rm -rf $(RUN_OUT)
 	$(PYSCHED) analyse --data data --out $(RUN_OUT)
 	$(PYSCHED) study schedtask-paper --data data $(RUN_EVAL_ARGS) --out $(RUN_OUT)/sandbox \
-	    > /dev/null
-	$(PYSCHED) seeds --data data --out $(RUN_OUT)/seeds > /dev/null
+	    $(if $(wildcard $(ABLATE_OUT)/ablation.csv),--ablation $(ABLATE_OUT)) > /dev/null
+	$(PYSCHED) seeds --data data --out $(RUN_OUT)/seeds \
+	    $(if $(wildcard $(ABLATE_SEEDS_OUT)/ablation.csv),--ablation $(ABLATE_SEEDS_OUT)) > /dev/null
 	@echo "make run: results in $(RUN_OUT)/summary.md, $(RUN_OUT)/sandbox/summary.md and $(RUN_OUT)/seeds/summary.md"
 
 demo: plugin guest
@@ -156,7 +162,7 @@ notebook: setup
 # of a 2-vCPU trace). Its runs are sweep points on a local Dask cluster (a worker per core),
 # stored under PAPER_OUT/points as they finish, so an interrupted study resumes where it
 # stopped; the summary beside the paper's figures is written when every run is stored.
-PAPER_OUT ?= results/paper
+PAPER_OUT ?= out/paper
 PAPER_CORES ?= 8
 # More `pysched study schedtask-paper` options, e.g. PAPER_ARGS="--epochs 5" (a window of each
 # replay instead of the whole; the summary says so), "--load 2 --variants none" (the 2X
@@ -169,9 +175,9 @@ evaluate-paper: setup
 # Which rule of the sandbox's model decides each technique's result beside the SchedTask
 # paper: `pysched ablate` of SchedTask (both stealing readings) and the baselines of its
 # Table 3 against linux on the eight workloads, 8 cores at 2X, make run's window of 5 epochs
-# (results/ablation/ablation.md; a re-run resumes). evaluate-paper quotes its one-line reason
-# per technique when it finds ABLATE_OUT/ablation.csv.
-ABLATE_OUT ?= results/ablation
+# (out/ablation/ablation.md; a re-run resumes). `make run` and evaluate-paper quote its
+# one-line reason per technique when they find ABLATE_OUT/ablation.csv.
+ABLATE_OUT ?= out/ablation
 ABLATE_POLICIES ?= schedtask selective-offload flexsc disaggregate-os slicc
 ABLATE_ARGS ?= --cores 8 --load 2 --epochs 5 --factor schedtask:steal=same,any
 ablate-paper: setup
@@ -180,13 +186,13 @@ ablate-paper: setup
 
 # The same for seed 001: HRRS against linux on barrier, seed 001's machine (one big and three
 # small cores), one copy, the whole replay; then the seeds' summary with its one-line reason
-# (results/seeds-ablated/summary.md).
-ABLATE_SEEDS_OUT ?= results/ablation-seeds
+# (out/seeds-ablated/summary.md).
+ABLATE_SEEDS_OUT ?= out/ablation-seeds
 ablate-seeds: setup
 	$(PYSCHED) ablate data/barrier --policy hrrs --baseline linux \
 	    --machine machines/seed001-acmp.toml --cores 4 --load 1 --out $(ABLATE_SEEDS_OUT)
-	rm -rf results/seeds-ablated
-	$(PYSCHED) seeds --data data --ablation $(ABLATE_SEEDS_OUT) --out results/seeds-ablated \
+	rm -rf out/seeds-ablated
+	$(PYSCHED) seeds --data data --ablation $(ABLATE_SEEDS_OUT) --out out/seeds-ablated \
 	    > /dev/null
 
 # The suite CI runs; it ends with its 25 slowest tests, the ones to look at when it nears the

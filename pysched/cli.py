@@ -45,7 +45,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "study": ("pysched.studies.study_command",
               "a study on Dask, resumable: schedtask-paper (the SchedTask paper's section 6)",
               "pysched study schedtask-paper --data data --workloads iscp --dry-run "
-              "--out results/paper"),
+              "--out out/paper"),
     "seeds": ("pysched.studies.seeds",
               "the other seeds' tables (HRRS, cache-fair, DVFS placement) on the shipped traces",
               "pysched seeds --data data --out results/seeds"),

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from pysched.cli import main
+from pysched.sweep.spec import RESULT_VERSION
 from pysched.studies.ablation import (FACTORS, AblationError, configurations, parse_factor,
                                       points, read_verdicts)
 
@@ -106,6 +107,7 @@ def test_ablate_writes_its_tables_and_resumes(tmp_path, capsys):
     assert set(df.loc[df["study"] == "slicc", "factor"]) == {"defaults", "paper", *FACTORS}
     assert {"gain", "cores", "load", "epochs", "policy_idle_no_work", "baseline_idle_work_waiting",
             "policy_switch_share", "baseline_icache_os"} <= set(df.columns)
+    assert set(df["result_version"]) == {RESULT_VERSION}
     text = (out / "ablation.md").read_text()
     assert text.startswith("# Ablation: schedtask, slicc against linux")
     assert "## schedtask against linux" in text and "## slicc against linux" in text
@@ -169,6 +171,30 @@ def test_the_ablations_table_sets_each_policys_gain_per_rule_side_by_side(tmp_pa
                                    0.1)]).joinpath("ablation.csv")
     pd.read_csv(old).drop(columns=["study"]).to_csv(old, index=False)
     assert set(read_tables([old.parent])["study"]) == {"schedtask"}
+
+
+def test_an_ablation_of_another_model_or_setting_is_left_out_with_why(tmp_path):
+    from pysched.studies.ablation import usable
+    rows = [("schedtask", "a", "defaults", "-", "schedtask", "linux", 0.1)]
+    now = _csv(tmp_path / "now", rows)
+    pd.read_csv(now / "ablation.csv").assign(
+        result_version=RESULT_VERSION, cores=8, load=2, epochs=5).to_csv(
+        now / "ablation.csv", index=False)
+    older = _csv(tmp_path / "older", rows)  # no result_version: written before it was kept
+    other = _csv(tmp_path / "other", rows)
+    pd.read_csv(other / "ablation.csv").assign(
+        result_version=RESULT_VERSION - 1, cores=8, load=2, epochs=5).to_csv(
+        other / "ablation.csv", index=False)
+    keep, notes = usable([now, older, other])
+    assert keep == [now] and len(notes) == 2
+    assert notes[0].startswith(f"{older}: made by a pysched that did not record")
+    assert f"{other}: made by result version {RESULT_VERSION - 1}" in notes[1]
+    # a study at another setting does not quote it; at its own it does
+    assert usable([now], 8, (1, 2, 4), 5) == ([now], [])
+    keep, notes = usable([now], 32, (2,), 5)
+    assert keep == [] and notes == [f"{now}: made at 8 cores, load 2, 5 epochs, not at this "
+                                    "study's 32 cores, load 2, 5 epochs"]
+    assert usable([now], 8, (2,), None)[1][0].endswith("8 cores, load 2, whole replays")
 
 
 def test_a_trace_without_events_is_named_and_does_not_decide_the_verdict(tmp_path):

@@ -116,6 +116,10 @@ def test_the_summary_opens_with_the_verdict_beside_the_paper():
     why = headline_markdown(runs, reasons={"schedtask": "+2.0 % over linux (x)"})
     assert "- SchedTask: +21.0 % (paper +22.79 %). Why: +2.0 % over linux (x)" in why
     assert "(`steal=any`): +10.0 % (paper +22.79 %)\n" in why and "not measured" not in why
+    # an ablation given and not quoted (another model or setting) is said, with why
+    stale = headline_markdown(runs, left_out=["abl: made at 32 cores"])
+    assert "Ablations given and not quoted, as they explain another result: abl: made at 32 " \
+           "cores." in stale and "Why:" not in stale
 
 
 def test_the_grid_is_every_policy_at_every_load_and_the_variants_at_2x():

@@ -42,6 +42,7 @@ def test_seeds_headline_quotes_an_ablation_or_says_how(tmp_path: Path, monkeypat
 
     from pysched.cli import main
     from pysched.studies import seeds
+    from pysched.sweep.spec import RESULT_VERSION
 
     def seed_001(data, prepare):
         return "## Seed 001\n\ntable", "- **Seed 001 (HRRS):** +1.0 % sooner.", {}
@@ -55,7 +56,7 @@ def test_seeds_headline_quotes_an_ablation_or_says_how(tmp_path: Path, monkeypat
     abl = tmp_path / "abl"
     abl.mkdir()
     pd.DataFrame([{"trace": "barrier", "factor": f, "setting": s, "policy": "hrrs",
-                   "baseline": "linux", "gain": g}
+                   "baseline": "linux", "gain": g, "result_version": RESULT_VERSION}
                   for f, s, g in (("defaults", "-", 0.2), ("switch_cost", "zero", 0.3))]
                  ).to_csv(abl / "ablation.csv", index=False)
     assert main(["seeds", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "b"),

@@ -33,6 +33,7 @@ from pysched.constants import LOAD_MACHINE
 from pysched.policies import REGISTRY, get_policy
 from pysched.sandbox.device_loop import DEVICE_TIMINGS
 from pysched.sandbox.switch_cost import SWITCH_COSTS
+from pysched.sweep.spec import RESULT_VERSION
 
 
 @dataclass(frozen=True)
@@ -225,6 +226,7 @@ def table(confs: dict[str, list[Configuration]], pts: dict[tuple, Any], runs: pd
         row = {"study": study, "trace": Path(t).name, "factor": conf.factor,
                "setting": conf.setting, "policy": p.policy, "baseline": b.policy,
                "cores": p.cores, "load": p.load, "epochs": p.epochs,
+               "result_version": RESULT_VERSION,
                "measure": "events/s" if bool(x["has_events"]) else "instructions/s",
                "gain": perf(x) / perf(y) - 1 if perf(y) > 0 else np.nan}
         for tag, r in (("policy", x), ("baseline", y)):
@@ -331,6 +333,52 @@ def read_tables(dirs: Sequence[Path]) -> pd.DataFrame:
             df["study"] = df["policy"].astype(str).str.partition(":")[0]
         frames.append(df.assign(dir=str(d)))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def usable(dirs: Sequence[Path], cores: int | None = None, loads: Sequence[float] = (),
+           epochs: int | None = None) -> tuple[list[Path], list[str]]:
+    """The ablation directories of ``dirs`` whose table this pysched's model made
+    (:data:`~pysched.sweep.spec.RESULT_VERSION`; a table without the column is older) and, when
+    ``cores`` is given, at a setting of the study that quotes it (those cores, one of
+    ``loads``, the same window ``epochs``, None for whole replays); and, for each directory
+    left out, a sentence saying why. An ablation of another model or setting explains another
+    result, so it is not quoted.
+
+    Raises
+    ------
+    AblationError
+        As :func:`read_tables`, for a directory whose table cannot be read.
+    """
+    keep, notes = [], []
+    for d in dirs:
+        df = read_tables([d])
+        versions = sorted(set(df["result_version"].dropna().astype(int))) \
+            if "result_version" in df else []
+        if versions != [RESULT_VERSION]:
+            made = f"result version {', '.join(map(str, versions))}" if versions else \
+                "a pysched that did not record its model's version"
+            notes.append(f"{d}: made by {made}, not by this pysched's model (result version "
+                         f"{RESULT_VERSION}); run the ablation again (a re-run into the same "
+                         "directory reuses the runs it can)")
+            continue
+        if cores is not None:
+            ep = df["epochs"] if "epochs" in df else pd.Series(dtype=float)
+            theirs = (sorted(set(df["cores"].astype(int))), sorted(set(df["load"])),
+                      sorted({None if pd.isna(e) else int(e) for e in ep}, key=str))
+            if theirs[0] != [cores] or not set(theirs[1]) <= set(loads) or \
+                    theirs[2] != [epochs]:
+                notes.append(f"{d}: made at {_where(*theirs)}, not at this study's "
+                             f"{_where([cores], sorted(loads), [epochs])}")
+                continue
+        keep.append(Path(d))
+    return keep, notes
+
+
+def _where(cores: list, loads: list, epochs: list) -> str:
+    """``8 cores, load 2, window 5 epochs`` (several values joined with ``/``)."""
+    win = "/".join("whole replays" if e is None else f"{e} epochs" for e in epochs)
+    return (f"{'/'.join(map(str, cores))} cores, load {'/'.join(f'{x:g}' for x in loads)}, "
+            f"{win}")
 
 
 def read_verdicts(dirs: Sequence[Path]) -> dict[str, str]:

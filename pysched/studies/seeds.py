@@ -158,12 +158,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pysched._outdir import OutputError, finished_dir
 
-    from .ablation import AblationError, read_verdicts
+    from .ablation import AblationError, read_verdicts, usable
     try:
-        reasons = read_verdicts(args.ablation)
+        # each seed's ablation has the seed's own setting; one of another model is not quoted
+        kept, left_out = usable(args.ablation)
+        reasons = read_verdicts(kept)
     except AblationError as exc:
         print(f"pysched seeds: --ablation: {exc}", file=sys.stderr)
         return 2
+    for note in left_out:
+        print(f"pysched seeds: --ablation {note}; its reasons are not quoted", file=sys.stderr)
     try:
         with finished_dir(args.out) as tmp:
             text = _write(args.data, tmp, not args.no_cache, reasons, args.workers)

@@ -15,7 +15,7 @@ from pysched.sandbox.switch_cost import SWITCH_COSTS, TRACED
 from . import on_dask
 
 EXAMPLE = ("example: pysched study schedtask-paper --data data --cores 8 --epochs 5 "
-           "--out results/paper")
+           "--out out/paper")
 
 
 def _specs(text: str) -> tuple[str, ...]:
@@ -102,14 +102,19 @@ def run(args: argparse.Namespace) -> int:
         return err(str(e))
     if args.out.exists() and not args.out.is_dir():
         return err(f"--out {args.out} exists and is not a directory")
-    from .ablation import read_tables, read_verdicts
+    from .ablation import read_tables, read_verdicts, usable
     try:
         grid = _grid(args)
         todo = list(study.points(grid))
-        reasons = read_verdicts(args.ablation)
-        ablation = read_tables(args.ablation)
+        # an ablation of another model or setting explains another result: not quoted
+        kept, left_out = usable(args.ablation, grid.cores, grid.loads, grid.epochs)
+        reasons = read_verdicts(kept)
+        ablation = read_tables(kept)
     except (TraceError, SweepSpecError, ValueError) as e:
         return err(str(e))
+    for note in left_out:
+        print(f"pysched study {args.study}: --ablation {note}; its reasons are not quoted",
+              file=sys.stderr)
     if args.dry_run:
         store = ResultStore(args.out / "points") if (args.out / "points").is_dir() else None
         for p in todo:
@@ -121,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
         with locked_dir(args.out):
             if status := on_dask.run_points(todo, args.out, args, "study", err):
                 return status
-            print(study.summarise(grid, args.out, reasons=reasons, ablation=ablation))
+            print(study.summarise(grid, args.out, reasons=reasons, ablation=ablation,
+                                  left_out=left_out))
     except OutputError as e:
         return err(str(e))
     return 0

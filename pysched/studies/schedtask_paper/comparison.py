@@ -12,7 +12,7 @@ setting differs (:data:`DIFFERENCES`) the summary says so beside them.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -532,12 +532,14 @@ def _measured(x: pd.DataFrame, policy: str, baseline: str) -> str:
 
 
 def headline_markdown(runs: pd.DataFrame, baseline: str = "linux",
-                      reasons: Mapping[str, str] | None = None) -> str:
+                      reasons: Mapping[str, str] | None = None,
+                      left_out: Sequence[str] = ()) -> str:
     """The verdict the summary opens with: each technique's application performance over
     ``baseline`` at 2X (geometric mean over the workloads) beside the paper's Fig 7, with the
     reason ``pysched ablate`` gave for it (``reasons``, by policy name:
     :func:`pysched.studies.ablation.read_verdicts`), and the traces no policy can make
-    faster; empty when there is nothing to set beside the paper."""
+    faster; ``left_out``: the ablations given but not quoted, with why (another model or
+    setting); empty when there is nothing to set beside the paper."""
     reasons = reasons or {}
     runs = paper_loads(runs)
     if baseline not in set(runs["policy"]):
@@ -576,6 +578,9 @@ def headline_markdown(runs: pd.DataFrame, baseline: str = "linux",
         lines += ["Which rule of the model decides each result is not measured in this run: "
                   "`pysched ablate TRACE... --policy P --baseline linux --out DIR` changes each "
                   "rule alone, and `--ablation DIR` puts its one-line reason here.", ""]
+    if left_out:
+        lines += ["Ablations given and not quoted, as they explain another result: "
+                  + "; ".join(left_out) + ".", ""]
     bound = arrival_bound(runs, baseline)
     if bound:
         lines += [f"Arrival-bound (no policy can finish them sooner; see Why ours may differ): "

@@ -154,13 +154,14 @@ def results(grid: Grid, out: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def summarise(grid: Grid, out: str | Path, baseline: str = "linux",
               reasons: Mapping[str, str] | None = None,
-              ablation: pd.DataFrame | None = None) -> str:
+              ablation: pd.DataFrame | None = None, left_out: Sequence[str] = ()) -> str:
     """Write the study's results into ``out`` (``epochs.parquet``, ``runs.csv``, ``summary.md``
     with the paper beside ours, ``epochs.png``, ``paper-<cores>cores.png``) from its stored
     points; returns the summary. ``reasons`` are the ablations' one-line verdicts by policy
     name (:func:`pysched.studies.ablation.read_verdicts`), quoted in the headline;
     ``ablation`` their tables (:func:`pysched.studies.ablation.read_tables`), set beside the
-    paper comparison."""
+    paper comparison; ``left_out`` says which ablations were given but not quoted, and why
+    (:func:`pysched.studies.ablation.usable`)."""
     out = Path(out)
     epochs, runs = results(grid, out)
     if runs.empty:
@@ -171,7 +172,7 @@ def summarise(grid: Grid, out: str | Path, baseline: str = "linux",
         sections.append(lambda runs, baseline: "## What decides each result (ablation)\n\n"
                         + table)
     write(out, epochs, runs, baseline, sections=sections,
-          headline=partial(headline_markdown, reasons=reasons))
+          headline=partial(headline_markdown, reasons=reasons, left_out=left_out))
     at_paper = paper_loads(runs)
     if baseline in set(at_paper["policy"]):
         r = with_changes(at_paper, baseline)
