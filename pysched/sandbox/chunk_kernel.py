@@ -12,7 +12,9 @@ Page-heatmap bits of the fetched frames (seed 000, section 3.2).
 They also keep the chunk's statistics (the duration, the per-core, per-type, per-thread and
 per-item sums) exactly as the plain engine's ``start_chunk`` does, in the same order of
 floating-point operations. Kernels take arrays and scalars only; the engine
-(:mod:`.compiled`) validates once and packs the arguments. The plain engine (:class:`~.engine.Engine`) is their twin in the tests.
+(:mod:`.compiled`) validates once, packs the arguments and calls the machine code for their
+types (:func:`entry_point`). The plain engine (:class:`~.engine.Engine`) is their twin in
+the tests.
 """
 from __future__ import annotations
 
