@@ -132,6 +132,19 @@ def test_the_example_machine_file_is_seed_001s_machine():
     assert MachineConfig.load(root / "machines" / "seed001-acmp.toml") == acmp_machine()
 
 
+def test_the_large_l3_machine_file_is_the_default_machine_but_its_l3():
+    import dataclasses
+
+    from pysched.evaluation.runner import machine
+    from pysched.models.machine import MachineConfig
+    root = Path(__file__).resolve().parents[1]
+    big = machine(8, MachineConfig.load(root / "machines" / "l3-1gib.toml"))
+    default = machine(8)
+    assert big.hierarchy.l3.size == 1 << 30 and big.hierarchy.l3.ways == 16
+    assert dataclasses.replace(big.hierarchy, l3=default.hierarchy.l3) == default.hierarchy
+    assert big.cores == default.cores
+
+
 def _csv(d: Path, rows: list[tuple]) -> Path:
     d.mkdir()
     pd.DataFrame(rows, columns=["study", "trace", "factor", "setting", "policy", "baseline",
