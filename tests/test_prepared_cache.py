@@ -284,8 +284,10 @@ def test_the_cache_command_prepares_ahead_and_refuses_what_check_rejects(cache: 
     assert main(["cache", "--prepare", str(SMALL), "--jobs", "1"]) == 0
     assert f"{SMALL}: in the cache already" in capsys.readouterr().out
     assert len(_entries(cache)) == 1
-    with pytest.raises(SystemExit, match="--clear and --prepare"):
-        main(["cache", "--prepare", str(SMALL), "--clear"])
+    assert main(["cache", "--prepare", str(SMALL), "--clear"]) == 2
+    assert main(["cache", "--prepare", str(SMALL), "--jobs", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--clear and --prepare together" in err and "--jobs 0: give 1 or more" in err
 
 
 def test_the_key_covers_the_code_that_prepares(cold_small) -> None:

@@ -68,13 +68,16 @@ def prepare_ahead(paths: list[Path], jobs: int | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """List the cache's entries and their sizes, or remove them all (``--clear``); 0."""
+    """List the cache's entries and their sizes, prepare traces into it (``--prepare``), or
+    remove them all (``--clear``); the exit status."""
     root = prepared_cache.cache_dir()
     if args.prepare:
-        if args.clear:
-            raise SystemExit("pysched cache: --clear and --prepare together: give one")
-        if args.jobs is not None and args.jobs < 1:
-            raise SystemExit(f"pysched cache: --jobs {args.jobs}: give 1 or more")
+        bad = ("--clear and --prepare together: give one" if args.clear else
+               f"--jobs {args.jobs}: give 1 or more" if args.jobs is not None and args.jobs < 1
+               else None)
+        if bad:
+            print(f"pysched cache: {bad}", file=sys.stderr)
+            return 2
         return prepare_ahead(args.prepare, args.jobs)
     if args.clear:
         n = prepared_cache.clear(root)
