@@ -375,7 +375,7 @@ def usable(dirs: Sequence[Path], cores: int | None = None, loads: Sequence[float
 
 
 def _where(cores: list, loads: list, epochs: list) -> str:
-    """``8 cores, load 2, window 5 epochs`` (several values joined with ``/``)."""
+    """``8 cores, load 2, 5 epochs`` (several values joined with ``/``)."""
     win = "/".join("whole replays" if e is None else f"{e} epochs" for e in epochs)
     return (f"{'/'.join(map(str, cores))} cores, load {'/'.join(f'{x:g}' for x in loads)}, "
             f"{win}")
