@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepare the shipped traces (data/*) for the sandbox into the user's cache of prepared traces
 # (`pysched cache --prepare`), the last step of set-up, so that `make run` reads them instead
-# of segmenting them (about 4 minutes on 2 cores, once per change of a trace or of the code
+# of segmenting them (several minutes on 2 cores, once per change of a trace or of the code
 # that prepares it; a trace already in the cache costs a hash of its files).
 # Skipped when CI is set: the tests keep caches of their own. A failure is reported and does
 # not fail set-up: the traces are then prepared on first use.
