@@ -3,6 +3,8 @@
  * every block and on the instructions that raise events. They append to the vCPU's exec stream
  * and event tables (per-vCPU state, no lock on the hot path) and end the region at roi_insns.
  */
+#include <string.h>
+
 #include "tracer.h"
 
 /* ---------------------------------------------------------------------------------------- */
@@ -39,13 +41,46 @@ static inline VCPU *slide_vcpu(unsigned int cpu)
 /* ---------------------------------------------------------------------------------------- */
 /* The exec stream and the roi_insns bound                                                   */
 
+/* Block PREV was followed by the entry KEY's block (a miss, or the first time). */
+static void exec_learn(VCPU *vs, uint32_t prev, uint64_t key)
+{
+    if (prev >= vs->succ_cap) {
+        uint32_t cap = MAX(MAX(prev + 1, vs->succ_cap * 2), 4096u);
+        vs->succ = g_renew(uint64_t, vs->succ, cap);
+        memset(vs->succ + vs->succ_cap, 0, (cap - vs->succ_cap) * sizeof(uint64_t));
+        vs->succ_cap = cap;
+    }
+    vs->succ[prev] = key;
+}
+
+/*
+ * Append a block to the exec stream in the successor encoding (README: exec): when the block
+ * that ran before it was last followed by this one, the last row's run grows; otherwise a row
+ * (block, run 0) starts and the successor is learnt. Each part starts with an empty table (a
+ * new generation), so that it decodes on its own, and holds at most `rows` decoded rows.
+ */
 static inline void exec_append(VCPU *vs, Block *b)
 {
     Buf *e = &vs->buf[T_EXEC];
-    COL(e, EX_BLOCK, uint32_t)[e->n++] = b->id;
+    uint32_t p = vs->exec_prev;
+    if (e->n == 0) {
+        vs->exec_gen++;
+    }
+    uint64_t key = (uint64_t)vs->exec_gen << 32 | b->id;
+    if (e->n && p < vs->succ_cap && vs->succ[p] == key) {
+        COL(e, EX_RUN, uint32_t)[e->n - 1]++;
+    } else {
+        if (e->n) {
+            exec_learn(vs, p, key);
+        }
+        size_t r = e->n++;
+        COL(e, EX_BLOCK, uint32_t)[r] = b->id;
+        COL(e, EX_RUN, uint32_t)[r] = 0;
+    }
+    vs->exec_prev = b->id;
     vs->exec_rows++;
     vs->pending = b;
-    if (e->n == e->cap) {
+    if (++vs->exec_part_rows == e->cap) {
         flush_vcpu(vs);
     }
 }

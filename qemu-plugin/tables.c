@@ -2,6 +2,7 @@
  * tables.c - the plugin's Parquet tables: each table's columns, the column-wise buffers rows are
  * appended to, and the writer thread that writes full buffers as part files (tables.h).
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +27,12 @@ static const pq_column COLS_INSNS[IN_N] = {
     [IN_VADDR] = {"vaddr", PQ_U64, PQ_DELTA}, [IN_PADDR] = {"paddr", PQ_U64, PQ_DELTA},
     [IN_SIZE] = {"size", PQ_U8, PQ_DICT}, [IN_FLAGS] = {"flags", PQ_U8, PQ_DICT}};
 
-/* Byte stream split: the four bytes of every id in four streams, which zstd compresses two to
- * three times better than dictionary indices on kernel-heavy streams (tens of thousands of
- * distinct blocks). */
-static const pq_column COLS_EXEC[EX_N] = {[EX_BLOCK] = {"block", PQ_U32, PQ_SPLIT}};
+/* The successor encoding (callbacks.c, exec_append): a block the prediction missed and the run
+ * of predicted blocks after it. Byte stream split: the four bytes of every value in four
+ * streams, which zstd compresses two to three times better than dictionary indices on
+ * kernel-heavy streams (tens of thousands of distinct blocks). */
+static const pq_column COLS_EXEC[EX_N] = {[EX_BLOCK] = {"block", PQ_U32, PQ_SPLIT},
+                                          [EX_RUN] = {"run", PQ_U32, PQ_SPLIT}};
 
 static const pq_column COLS_SYSCALLS[SC_N] = {
     EV_COLS, [SC_KIND] = {"kind", PQ_U8, PQ_DICT}, [SC_THREAD] = {"thread", PQ_U64, PQ_DICT},
@@ -174,10 +177,28 @@ static gpointer writer_main(gpointer unused)
             return NULL;
         }
         const TableDef *t = &TABLES[job->table];
-        char vcpu[16];
+        char vcpu[16], rows[24];
         snprintf(vcpu, sizeof(vcpu), "%d", job->vcpu);
         const char *meta[] = {"pysched.schema_version", SCHEMA_VERSION, "pysched.table", t->name,
-                              job->vcpu >= 0 ? "pysched.vcpu" : NULL, vcpu, NULL};
+                              NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+        size_t m = 4;
+        if (job->vcpu >= 0) {
+            meta[m++] = "pysched.vcpu";
+            meta[m++] = vcpu;
+        }
+        if (job->table == T_EXEC) {
+            /* the rows the encoded ones stand for: each, plus its run */
+            uint64_t decoded = job->n;
+            const uint32_t *run = job->col[EX_RUN];
+            for (size_t i = 0; i < job->n; i++) {
+                decoded += run[i];
+            }
+            snprintf(rows, sizeof(rows), "%" PRIu64, decoded);
+            meta[m++] = "pysched.encoding";
+            meta[m++] = EXEC_ENCODING;
+            meta[m++] = "pysched.exec_rows";
+            meta[m++] = rows;
+        }
         if (pq_write_part(job->path, t->cols, t->ncols, (const void *const *)job->col, job->n,
                           meta, S.zstd, err, sizeof(err)) != 0) {
             fprintf(stderr, "pysched-trace: %s\n", err);
@@ -238,6 +259,7 @@ void flush_vcpu(VCPU *vs)
             buf_flush(&vs->buf[t], vs->index);
         }
     }
+    vs->exec_part_rows = 0;
 }
 
 /* The `time_ns` clock: host monotonic time since the plugin started. */

@@ -125,7 +125,14 @@ typedef struct {
     unsigned int index;
     Buf buf[T_N];          /* only the per-vCPU tables are used */
     uint64_t icount;       /* instructions retired before `pending` started */
-    uint64_t exec_rows;    /* rows appended to this vCPU's exec stream */
+    uint64_t exec_rows;    /* rows appended to this vCPU's exec stream (decoded rows) */
+    uint64_t exec_part_rows; /* ... of them in the buffered part */
+    /* The successor table of the part being buffered (exec_append): per block id, the block
+     * that followed it last, tagged with the part's generation in the high 32 bits. */
+    uint64_t *succ;
+    uint32_t succ_cap;
+    uint32_t exec_gen;
+    uint32_t exec_prev;    /* the block appended last */
     Block *pending;        /* the block that started last, not yet counted */
     uint64_t switches;     /* context switches seen, to pace IDT refreshes */
     bool after_syscall;    /* a `syscall` ran and no slide probe has run since (KASLR) */

@@ -17,6 +17,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from twins.exec_codec import slow_encode
+
 KBASE = 0xFFFFFFFF80000000
 U8, U16, U32, U64, I16, I64 = (pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64(), pa.int16(),
                                pa.int64())
@@ -39,6 +41,8 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType]]] = {
                                  ("region", U16), ("pc", U64)],
     "mem": [("icount", U64), ("paddr", U64), ("size", U8), ("store", U8)],
 }
+#: An exec part in the plugin's successor encoding (README: exec).
+EXEC_ENCODED = [("block", U32), ("run", U32)]
 PER_VCPU = ("exec", "syscalls", "interrupts", "switches", "markers", "wakeups", "device_requests",
             "mem")
 EVENTS = ("syscalls", "interrupts", "switches", "markers", "wakeups", "device_requests")
@@ -106,6 +110,9 @@ class TraceFactory:
     nvcpus : int
     rows_per_part : int
         Rows per part file of per-vCPU tables (several parts exercise concatenation).
+    exec_encoding : bool
+        Write exec parts in the plugin's successor encoding (:mod:`pysched.trace.exec_codec`);
+        False: the plain ``block`` column of older plugins.
     """
 
     nvcpus: int = 1
@@ -117,6 +124,7 @@ class TraceFactory:
     plugin_info: dict | None = None
     clock: int = 0
     id_step: int = 1  # block ids are 1, 1 + step, ...: a large step makes them sparse
+    exec_encoding: bool = True
 
     def __post_init__(self) -> None:
         for v in range(self.nvcpus):
@@ -266,7 +274,14 @@ class TraceFactory:
                 for seq, lo in enumerate(range(0, len(rows), self.rows_per_part)):
                     chunk = rows[lo:lo + self.rows_per_part]
                     data = {c: [r[c] for r in chunk] for c, _ in COLUMNS[table]}
-                    write_part(part_path(root, table, seq, v), table, data, v)
+                    if table == "exec" and self.exec_encoding:
+                        block, run = slow_encode(data["block"])
+                        write_part(part_path(root, table, seq, v), table,
+                                   {"block": block, "run": run}, v, columns=EXEC_ENCODED,
+                                   extra_meta={"pysched.encoding": "exec-successor/1",
+                                               "pysched.exec_rows": str(len(chunk))})
+                    else:
+                        write_part(part_path(root, table, seq, v), table, data, v)
         if self.plugin_info is not None:
             # As the plugin's final plugin.json: per-vCPU instruction totals.
             info = {"final": True, "icount": [self.icount(v) for v in range(self.nvcpus)],

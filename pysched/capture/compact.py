@@ -1,14 +1,14 @@
-"""Re-encoding a trace's ``exec`` parts at a higher zstd level, and its ``mem`` parts compactly.
+"""Re-encoding a trace's ``exec`` parts in the successor encoding at a higher zstd level, and
+its ``mem`` parts compactly.
 
-The plugin writes ``exec.block`` with Parquet's ``BYTE_STREAM_SPLIT`` encoding (the four bytes
-of every id in four streams) at its ``zstd=`` level, 1 by default, so that its writer thread
-keeps up with the guest. Re-written at a higher level the column shrinks further: a ``find``
-trace's 21.8 MB of ``exec`` parts became 17.3 MB at level 9 and 15.7 MB at level 19 (which took
-minutes). Traces written by plugins older than the split encoding used dictionary encoding,
-whose bit-packed indices leave zstd nothing to match (about 0.6-0.8 byte per block execution on
-OS-intensive code, against 0.3): for them the re-encoding makes ``exec`` about three times
-smaller. The rows, the column type, the one row group per file and the ``pysched.*`` key/value
-metadata stay as they were, so every reader and ``pysched check`` see the same trace.
+The plugin writes ``exec`` parts in the successor encoding of :mod:`pysched.trace.exec_codec`
+(columns ``block`` and ``run``, byte stream split) at its ``zstd=`` level, 1 by default, so
+that its writer thread keeps up with the guest; re-written at a higher level they shrink
+further. Parts written by plugins before that encoding hold the plain ``block`` column: they
+are re-written in the successor encoding, checked to decode to the same rows before they
+replace the plugin's. The decoded rows, the one row group per file and the ``pysched.*``
+key/value metadata stay as they were, so every reader and ``pysched check`` see the same
+trace.
 
 The ``mem`` parts (data accesses) are re-written in the site-delta encoding of
 :mod:`pysched.trace.mem_codec` (2.5-3.5 times smaller), checked to decode to the same rows
@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pysched.trace import mem_codec
+from pysched.trace import exec_codec, mem_codec
 from pysched.trace.symbol_files import recompress_system_map
 from pysched.trace.reader import Part, Trace
 
@@ -42,7 +42,7 @@ def compact_part(path: Path, level: int = DEFAULT_LEVEL) -> tuple[int, int]:
     Parameters
     ----------
     path : Path
-        An ``exec/vVVV-NNNNNN.parquet`` file.
+        An ``exec/vVVV-NNNNNN.parquet`` file, plain or successor-encoded.
     level : int
         zstd level (1-22).
 
@@ -54,14 +54,32 @@ def compact_part(path: Path, level: int = DEFAULT_LEVEL) -> tuple[int, int]:
     Raises
     ------
     ValueError
-        When the part is not an ``exec`` part (a single ``block`` column, one row group).
+        When the part is not an ``exec`` part (a ``block`` column, or the successor
+        encoding's two, in one row group), or its successor encoding does not decode to its
+        rows; nothing is replaced then.
     """
     pf = pq.ParquetFile(path)
-    if pf.schema_arrow.names != ["block"] or pf.metadata.num_row_groups > 1:
-        raise ValueError(f"{path}: not an exec part (one 'block' column in one row group)")
+    names = pf.schema_arrow.names
+    meta = pf.metadata.metadata or {}
+    encoded = meta.get(b"pysched.encoding") == exec_codec.EXEC_SUCCESSOR.encode()
+    want = exec_codec.ENCODED_SCHEMA.names if encoded else ["block"]
+    if names != want or pf.metadata.num_row_groups > 1:
+        raise ValueError(f"{path}: not an exec part ('block' and, encoded, 'run' columns in one "
+                         "row group)")
     table = pf.read()  # the file's key/value metadata comes along as schema metadata
     before = path.stat().st_size
-    return before, _replace_part(path, table, level, {"block": "BYTE_STREAM_SPLIT"})
+    if not encoded:
+        blocks = table.column("block").to_numpy()
+        out = exec_codec.encode_exec(blocks)
+        back = exec_codec.decode_exec(out.column("block").to_numpy(),
+                                      out.column("run").to_numpy(), len(blocks))
+        if not np.array_equal(back, blocks):
+            raise ValueError(f"{path}: the successor encoding does not decode to the same "
+                             "rows; the part is left as the plugin wrote it")
+        keep = {k: v for k, v in meta.items() if not k.startswith(b"ARROW:")}
+        table = out.replace_schema_metadata({**keep, **out.schema.metadata})
+    return before, _replace_part(path, table, level,
+                                 {c: "BYTE_STREAM_SPLIT" for c in table.column_names})
 
 
 def _replace_part(path: Path, table: pa.Table, level: int,
@@ -113,7 +131,7 @@ def compact_trace(trace_dir: Path, level: int = DEFAULT_LEVEL) -> dict[str, Any]
     Returns
     -------
     dict
-        ``{"table": "exec", "encoding": "BYTE_STREAM_SPLIT", "zstd_level": level,
+        ``{"table": "exec", "encoding": "exec-successor/1", "zstd_level": level,
         "parts": n, "bytes_before": b, "bytes_after": a}`` for the manifest, with
         ``"mem": {"encoding": ..., "parts": n, "bytes_before": b, "bytes_after": a}`` when
         the trace has data accesses, and ``"symbols": {"system_map": "System.map.xz",
@@ -138,7 +156,7 @@ def compact_trace(trace_dir: Path, level: int = DEFAULT_LEVEL) -> dict[str, Any]
         total_after += a
         n += 1
     summary: dict[str, Any] = {
-        "table": "exec", "encoding": "BYTE_STREAM_SPLIT", "zstd_level": level, "parts": n,
+        "table": "exec", "encoding": exec_codec.EXEC_SUCCESSOR, "zstd_level": level, "parts": n,
         "bytes_before": total_before, "bytes_after": total_after}
     trace = Trace.open(trace_dir)
     mem_parts = trace.parts("mem")

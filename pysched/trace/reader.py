@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import mem_codec
+from . import exec_codec, mem_codec
 from .errors import TraceError
 from .schema import (
     META_SCHEMA_VERSION,
@@ -40,10 +40,12 @@ class Part:
     seq : int
         Part number ``NNNNNN`` from the file name.
     num_rows : int
-        Rows in the file (from its footer).
+        Rows of the table in the file (from its footer; a successor-encoded ``exec`` part's
+        decoded rows, from its metadata).
     encoding : str or None
-        The compact encoding of a ``mem`` part (:data:`pysched.trace.mem_codec.MEM_SITE_DELTA`),
-        None for the plugin's own columns.
+        The encoding of an ``exec`` part (:data:`pysched.trace.exec_codec.EXEC_SUCCESSOR`) or
+        a compact ``mem`` part (:data:`pysched.trace.mem_codec.MEM_SITE_DELTA`), None for a
+        table's plain columns.
     icount_range : tuple of int or None
         First and last ``icount`` of an encoded part (from its metadata).
     """
@@ -103,7 +105,16 @@ def _validate_part(spec: TableSpec, path: Path) -> Part:
     encoding = meta.get(mem_codec.META_ENCODING)
     columns = spec.schema
     icount_range = None
-    if encoding is not None:
+    num_rows = pf.metadata.num_rows
+    if spec.name == "exec" and encoding == exec_codec.EXEC_SUCCESSOR:
+        columns = exec_codec.ENCODED_SCHEMA
+        raw = meta.get(exec_codec.META_ROWS, "")
+        if not raw.strip().isdigit():
+            raise TraceError(f"{path}: successor-encoded exec part whose metadata "
+                             f"{exec_codec.META_ROWS} is {meta.get(exec_codec.META_ROWS)!r}, "
+                             "not a row count")
+        num_rows = int(raw)
+    elif encoding is not None:
         if spec.name != "mem" or encoding != mem_codec.MEM_SITE_DELTA:
             raise TraceError(f"{path}: table {spec.name!r} in an unknown encoding {encoding!r}")
         columns = mem_codec.ENCODED_SCHEMA
@@ -123,7 +134,7 @@ def _validate_part(spec: TableSpec, path: Path) -> Part:
         if have.field(idx).type != field.type:
             raise TraceError(f"{path}: column {field.name!r} has type {have.field(idx).type}, "
                              f"expected {field.type}")
-    return Part(path, spec.name, vcpu, seq, pf.metadata.num_rows, encoding, icount_range)
+    return Part(path, spec.name, vcpu, seq, num_rows, encoding, icount_range)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -291,11 +302,14 @@ class Trace:
         """Read one part file (see :meth:`parts`) with exactly its table's schema.
 
         Page checksums are verified where the writer stored them (the plugin does); a damaged
-        file raises :class:`TraceError` naming the file and its table. A ``mem`` part in the
-        compact encoding (:mod:`pysched.trace.mem_codec`) is decoded to the plugin's columns.
+        file raises :class:`TraceError` naming the file and its table. An encoded part
+        (:mod:`pysched.trace.exec_codec`, :mod:`pysched.trace.mem_codec`) is decoded to the
+        table's columns.
         """
         spec = TABLES[part.table]
-        names = (mem_codec.ENCODED_SCHEMA if part.encoding else spec.schema).names
+        encoded = (exec_codec.ENCODED_SCHEMA if part.table == "exec" else
+                   mem_codec.ENCODED_SCHEMA)
+        names = (encoded if part.encoding else spec.schema).names
         try:
             t = pq.ParquetFile(part.path, page_checksum_verification=True).read(columns=names)
         except pa.ArrowMemoryError:
@@ -303,7 +317,9 @@ class Trace:
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise TraceError(f"{part.path}: table {part.table!r}: the file is damaged and "
                              f"cannot be read ({exc})") from exc
-        if part.encoding:
+        if part.encoding and part.table == "exec":
+            t = self._decode_exec(part, t)
+        elif part.encoding:
             t = self._decode_mem(part, t)
         # Types are validated; the cast only unifies nullability and drops metadata.
         t = t.select(spec.schema.names).cast(spec.schema)
@@ -314,6 +330,16 @@ class Trace:
             else:
                 t = t.filter(pc.less(t.column("icount"), insns))
         return t
+
+    @staticmethod
+    def _decode_exec(part: Part, encoded: pa.Table) -> pa.Table:
+        try:
+            blocks = exec_codec.decode_exec(encoded.column("block").to_numpy(),
+                                            encoded.column("run").to_numpy(), part.num_rows)
+        except ValueError as exc:
+            raise TraceError(f"{part.path}: table 'exec': the successor-encoded part does not "
+                             f"decode: {exc}") from None
+        return pa.table({"block": blocks})
 
     def _decode_mem(self, part: Part, encoded: pa.Table) -> pa.Table:
         assert part.icount_range is not None and part.vcpu is not None
