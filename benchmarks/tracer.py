@@ -118,6 +118,14 @@ def trace_bytes(out: Path) -> int:
     return sum(p.stat().st_size for p in out.rglob("*.parquet"))
 
 
+def table_bytes(out: Path) -> dict[str, int]:
+    """Parquet bytes per table (directory) of a trace: what its bytes per instruction are."""
+    sizes: dict[str, int] = {}
+    for p in out.rglob("*.parquet"):
+        sizes[p.parent.name] = sizes.get(p.parent.name, 0) + p.stat().st_size
+    return dict(sorted(sizes.items(), key=lambda kv: -kv[1]))
+
+
 def run_context(workload: str, append: str, kernel_version: str,
                 clock: list[str] | None = None) -> dict:
     """What a result is a measurement of: the guest command line, clock options, versions,
@@ -161,6 +169,7 @@ def ab_main(args: argparse.Namespace, plugin: Path) -> int:
                 counters[name].append({k: info[k] for k in ("icount", "blocks", "user_variants",
                                                             "user_rip_reads") if k in info})
                 counters[name][-1]["parquet_bytes"] = trace_bytes(tmp / name)
+                counters[name][-1]["table_bytes"] = table_bytes(tmp / name)
                 shutil.rmtree(tmp / name)
     best = {k: min(v) for k, v in runs.items()}
     best_cpu = {k: min(v) for k, v in cpu.items()}
@@ -238,7 +247,8 @@ def main() -> int:
                 info = json.loads((tmp / name / "plugin.json").read_text())
                 rounds[name].append({"wall_s": wall, "cpu_s": cpu,
                                      "insns": int(sum(info["icount"])),
-                                     "parquet_bytes": trace_bytes(tmp / name)})
+                                     "parquet_bytes": trace_bytes(tmp / name),
+                                     "table_bytes": table_bytes(tmp / name)})
                 shutil.rmtree(tmp / name)
         results: dict[str, dict] = {k: min(v, key=lambda r: r["wall_s"])
                                     for k, v in rounds.items()}
@@ -272,6 +282,8 @@ def main() -> int:
         "insns_traced": insns,
         **figures,
         "bytes_per_insn_data": results["data"]["parquet_bytes"] / results["data"]["insns"],
+        "bytes_per_insn_by_table": {k: b / insns for k, b in
+                                    results["default"]["table_bytes"].items()},
         "targets": TARGETS,
         "meets": {k: figures[k] <= v for k, v in TARGETS.items()},
         "runs": results,
