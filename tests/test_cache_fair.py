@@ -169,7 +169,7 @@ def test_the_pick_forgives_the_compensated_time():
     seconds = pol.adjustments[0][3]
     assert seconds > 0
     assert pol.credit == {0: pytest.approx(seconds), 2: pytest.approx(-seconds)}
-    q = RunQueue(SimpleNamespace(task=t, is_async=False) for t in (2, 0, 1))
+    q = RunQueue(SimpleNamespace(task=t, type_id=0, is_async=False) for t in (2, 0, 1))
     sim.queue = lambda c: q
     # equal runtimes: linux would pick the first of them (thread 2); cache-fair the credited
     sim.runtime[:] = 0.01
@@ -188,7 +188,8 @@ def test_the_pick_forgives_the_compensated_time():
     sim.runtime[1] = 0.01 + 2 * seconds
     assert pol.pick_next(0) == 1
     # an interrupt still goes first
-    q.insert(1, SimpleNamespace(task=-1, is_async=True, category=int(Category.INTERRUPT)))
+    q.insert(1, SimpleNamespace(task=-1, type_id=1, is_async=True,
+                                category=int(Category.INTERRUPT)))
     assert pol.pick_next(0) == 1 and q[1].is_async
 
 

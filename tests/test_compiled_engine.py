@@ -130,8 +130,8 @@ def test_an_unknown_engine_is_named():
 @given(st.lists(st.tuples(st.sampled_from(["append", "insert", "pop", "del", "remove"]),
                           st.integers(0, 2), st.integers(0, 20)), max_size=40))
 def test_a_run_queue_counts_its_interrupts_and_bottom_halves(ops):
-    """RunQueue's counts and first async item equal a scan of the list after any sequence of
-    changes."""
+    """RunQueue's counts (async items, items per type) and first async item equal a scan of
+    the list after any sequence of changes."""
     from types import SimpleNamespace
 
     from pysched.sandbox.runqueue import RunQueue
@@ -139,7 +139,7 @@ def test_a_run_queue_counts_its_interrupts_and_bottom_halves(ops):
     q = RunQueue()
     for op, what, at in ops:
         wk = SimpleNamespace(is_async=what > 0, category=int(Category.INTERRUPT) if what == 1
-                             else int(Category.BOTTOM_HALF))
+                             else int(Category.BOTTOM_HALF), type_id=at % 3)
         if op == "append":
             q.append(wk)
         elif op == "insert":
@@ -158,5 +158,7 @@ def test_a_run_queue_counts_its_interrupts_and_bottom_halves(ops):
         bh = [k for k, w in enumerate(q) if w.is_async]
         assert q.first_async() == (irq or bh or [None])[0]
         assert q.first_async(bottom_halves=False) == (irq or [None])[0]
+        types = [w.type_id for w in q]
+        assert q.type_count == {t: types.count(t) for t in set(types)}
     with pytest.raises(TypeError, match="run queue changes through"):
         q.extend([])

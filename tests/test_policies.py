@@ -194,7 +194,7 @@ def _policy(queues, stealing="similar", steal="same"):
     pol.alloc = {0: [0], 1: [1], 2: [0], 3: [0]}
     pol.core_types = [{0, 2, 3}, {1}]
     pol.overlap = {1: [(2, 40), (0, 5)]}
-    pol.avg[:] = 1.0
+    pol.set_averages(np.ones(4))
     return pol, sim
 
 

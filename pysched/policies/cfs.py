@@ -158,7 +158,8 @@ class Cfs:
         sim = self.sim
         busiest, most = -1, 0
         for c in range(sim.ncores):
-            k = len(self._threads(c))
+            q = sim.queue(c)
+            k = len(q) - q.irqs - q.bhs  # its threads: len(self._threads(c)) without the list
             if c != core and k > most:
                 busiest, most = c, k
         # Pull only from a core that has a thread waiting behind a running one.

@@ -142,7 +142,7 @@ class SchedTask(Policy):
         self.is_app = w.type_category == int(Category.APPLICATION)
         self.alloc: dict[int, list[int]] = {}           # type id -> its cores
         self.core_types: list[set[int]] = [set() for _ in range(sim.ncores)]
-        self.avg = np.zeros(n)                           # average cycles per SuperFunction
+        self.set_averages(np.zeros(n))
         self.prev_frac: np.ndarray | None = None
         self.overlap: dict[int, list[tuple[int, int]]] = {}
         self._ranks: dict[int, dict[int, int]] = {}      # core -> Level 2's order (steal)
@@ -154,6 +154,13 @@ class SchedTask(Policy):
         # TMigrate's instructions per item (two calls), from section 6.1's share (module)
         self.tmigrate_insns = (self.tmigrate / (1.0 - self.tmigrate)
                                * float(w.total_insns) / max(len(w), 1))
+
+    def set_averages(self, avg: np.ndarray) -> None:
+        """The average cycles per SuperFunction of each type (:attr:`avg`), which TMigrate's
+        waiting times sum (5.3); TAlloc sets them at every epoch's end."""
+        self.avg = np.asarray(avg, dtype=np.float64)
+        self._avg = self.avg.tolist()                    # the same, read item by item
+        self._waits: dict[int, tuple[int, float]] = {}   # core -> (queue version, _wait)
 
     def item_done(self, work, core: int, cycles: float, insns: int = 0) -> None:
         if self.tmigrate_insns > 0:
@@ -167,7 +174,9 @@ class SchedTask(Policy):
         cyc = np.asarray(stats.type_cycles, dtype=np.float64)
         items = np.asarray(stats.type_items)
         done = items > 0
-        self.avg[done] = cyc[done] / items[done]
+        avg = self.avg.copy()
+        avg[done] = cyc[done] / items[done]
+        self.set_averages(avg)
         total = cyc.sum()
         sim, realloc = float("nan"), False
         if total > 0:
@@ -242,8 +251,16 @@ class SchedTask(Policy):
 
     # --- TMigrate -----------------------------------------------------------------------------
     def _wait(self, core: int) -> float:
-        """Waiting time of a core (5.3): average execution times of its queued work."""
-        return float(sum(self.avg[wk.type_id] for wk in self.sim.queue(core)))
+        """Waiting time of a core (5.3): average execution times of its queued work, summed
+        in queue order (kept until the queue or the averages change)."""
+        q = self.sim.queue(core)
+        hit = self._waits.get(core)
+        if hit is not None and hit[0] == q.version:
+            return hit[1]
+        avg = self._avg
+        w = float(sum(avg[wk.type_id] for wk in q))
+        self._waits[core] = (q.version, w)
+        return w
 
     def place(self, work, local: int) -> int:
         cores = self.alloc.get(work.type_id)
@@ -279,38 +296,47 @@ class SchedTask(Policy):
         if self.stealing == "none":
             return
         sim = self.sim
-        others = sorted((c for c in range(sim.ncores) if c != core and sim.queue_len(c)),
-                        key=self._wait, reverse=True)
-        if not others:
+        queued = [c for c in range(sim.ncores) if c != core and sim.queue_len(c)]
+        if not queued:
             return
         if not self.alloc:  # before the first TAlloc: any queued work (our choice)
-            q = sim.queue(others[0])
-            if len(q) > 1 or sim.running(others[0]) is not None:
+            victim = self._most_waiting(queued)
+            q = sim.queue(victim)
+            if len(q) > 1 or sim.running(victim) is not None:
                 sim.move(q[-1], core)
             return
         mine = self.core_types[core]
-        # Level 1: same work only, from the core with the maximum waiting time.
-        for c in others:
-            for wk in sim.queue(c):
+        # Level 1: same work only, from the core with the maximum waiting time that queues
+        # some (the cores' per-type counts say which do without a look through their queues)
+        holding = [c for c in queued if not mine.isdisjoint(sim.queue(c).type_count)]
+        if holding:
+            for wk in sim.queue(self._most_waiting(holding)):
                 if wk.type_id in mine:
                     sim.move(wk, core)
                     return
         if self.stealing != "similar":
             return
         # Level 2: similar work, by decreasing overlap with the local core's types: the
-        # best-ranked type queued anywhere, from the first core (by waiting time) queueing it
+        # best-ranked type queued anywhere, from the core with the maximum waiting time that
+        # queues it
         rank = self._similar_rank(core)
-        first: dict[int, int] = {}
-        for c in others:
-            for wk in sim.queue(c):
-                if wk.type_id in rank and wk.type_id not in first:
-                    first[wk.type_id] = c
-        if not first:
+        best = None
+        for c in queued:
+            for t in sim.queue(c).type_count:
+                r = rank.get(t)
+                if r is not None and (best is None or r < rank[best]):
+                    best = t
+        if best is None:
             return
-        o = min(first, key=rank.__getitem__)
-        found = [wk for wk in sim.queue(first[o]) if wk.type_id == o]
+        victim = self._most_waiting([c for c in queued if best in sim.queue(c).type_count])
+        found = [wk for wk in sim.queue(victim) if wk.type_id == best]
         for wk in found[:(len(found) + 1) // 2]:
             sim.move(wk, core)
+
+    def _most_waiting(self, cores: list[int]) -> int:
+        """The core of ``cores`` with the maximum waiting time (5.3; the first of them on a
+        tie)."""
+        return max(cores, key=self._wait) if len(cores) > 1 else cores[0]
 
     def _similar_rank(self, core: int) -> dict[int, int]:
         """Level 2's order of the types ``core`` may steal (type -> position): own side of the

@@ -601,15 +601,14 @@ class Engine:
     def move(self, wk: Work, dst: int) -> None:
         self._check_core(dst, "move")
         for c, q in enumerate(self.queues):
-            for k, x in enumerate(q):
-                if x is wk:
-                    del q[k]
-                    self.queues[dst].append(wk)
-                    if c != dst:
-                        self.s_steals[dst] += 1
-                    if self.core_item[dst] < 0:
-                        self.kick(dst)
-                    return
+            if wk in q:  # a C-level search by identity (Work defines no equality)
+                del q[q.index(wk)]
+                self.queues[dst].append(wk)
+                if c != dst:
+                    self.s_steals[dst] += 1
+                if self.core_item[dst] < 0:
+                    self.kick(dst)
+                return
         raise ValueError(f"{wk!r} is not queued")
 
     # --- running ------------------------------------------------------------------------------

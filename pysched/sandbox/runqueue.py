@@ -1,11 +1,13 @@
 """A core's run queue: a list of :class:`~.simview.Work` that counts its interrupts and bottom
-halves, so that "does an interrupt wait here?" costs nothing however long the queue.
+halves and its items of each superFuncType, so that "does an interrupt wait here?" and "is
+work of these types queued here?" cost nothing however long the queue.
 
-The engine asks that question at every scheduling point (``_async_preempts``) and the
-policies' :meth:`~pysched.policies.base.Policy.interrupts_first` at every pick; scanning a
-queue of thousands of threads (an OS core of a core-split policy at 2X) for an interrupt that
-is not there made those the replay's cost. Policies read queues and never modify them
-(:meth:`~.simview.SimView.queue`); the engine modifies them only through the methods below, and the others raise.
+The engine asks the first at every scheduling point (``_async_preempts``) and the policies'
+:meth:`~pysched.policies.base.Policy.interrupts_first` at every pick, SchedTask's steal the
+second of every other core; scanning queues of thousands of threads (an OS core of a
+core-split policy at 2X) for what is not there would make those the replay's cost. Policies
+read queues and never modify them (:meth:`~.simview.SimView.queue`); the engine modifies them
+only through the methods below, and the others raise.
 """
 from __future__ import annotations
 
@@ -17,14 +19,18 @@ _INTERRUPT = int(Category.INTERRUPT)
 class RunQueue(list):
     """A list of work items, head first, that also keeps its hardware interrupts
     (:attr:`irq_items`) and bottom halves (:attr:`bh_items`) in queue order; :attr:`irqs` and
-    :attr:`bhs` count them."""
+    :attr:`bhs` count them, and :attr:`type_count` counts the items of each type id (only types
+    with items queued are keys); :attr:`version` grows with every change (a policy may keep
+    what it computed from the queue until it does)."""
 
-    __slots__ = ("irq_items", "bh_items")
+    __slots__ = ("irq_items", "bh_items", "type_count", "version")
 
     def __init__(self, items=()) -> None:
         super().__init__()
         self.irq_items: list = []
         self.bh_items: list = []
+        self.type_count: dict[int, int] = {}
+        self.version = 0
         for wk in items:
             self.append(wk)
 
@@ -39,8 +45,14 @@ class RunQueue(list):
     def _side(self, wk) -> list:
         return self.irq_items if wk.category == _INTERRUPT else self.bh_items
 
+    def _added(self, wk) -> None:
+        self.version += 1
+        tc = self.type_count
+        tc[wk.type_id] = tc.get(wk.type_id, 0) + 1
+
     def append(self, wk) -> None:
         super().append(wk)
+        self._added(wk)
         if wk.is_async:
             self._side(wk).append(wk)
 
@@ -52,8 +64,16 @@ class RunQueue(list):
                                             and self._side(x) is side)
             side.insert(before, wk)
         super().insert(idx, wk)
+        self._added(wk)
 
     def _gone(self, wk) -> None:
+        self.version += 1
+        tc = self.type_count
+        n = tc[wk.type_id] - 1
+        if n:
+            tc[wk.type_id] = n
+        else:
+            del tc[wk.type_id]
         if wk.is_async:
             self._side(wk).remove(wk)
 
