@@ -71,13 +71,19 @@ def build_peer(name: str, dest: Path) -> Path:
     return so
 
 
-def run(argv: list[str], log: Path | None = None,
-        timeout: float | None = None) -> tuple[float, int, int, bool, float]:
+class PeerFailed(Exception):
+    """A run of one of QEMU's contrib plugins failed (its message says how)."""
+
+
+def run(argv: list[str], log: Path | None = None, timeout: float | None = None,
+        peer: bool = False) -> tuple[float, int, int, bool, float]:
     """Run QEMU to completion, or stop it after TIMEOUT seconds.
 
     Returns wall seconds, the bytes and lines QEMU logged to LOG (a FIFO read here), whether
     the run was stopped, and QEMU's CPU seconds (user and system, all its threads): on a
-    shared host the CPU time varies far less than the wall time.
+    shared host the CPU time varies far less than the wall time. A failed run ends the
+    benchmark, but for a ``peer`` (a contrib plugin, whose failure is recorded instead):
+    PeerFailed.
     """
     counted = [0, 0]
 
@@ -110,7 +116,10 @@ def run(argv: list[str], log: Path | None = None,
     if reader is not None:
         reader.join()
     if proc.returncode != 0 and not stopped:
-        sys.exit(f"benchmark: QEMU failed ({proc.returncode}): {' '.join(argv)}\n{err}")
+        msg = f"QEMU failed ({proc.returncode}): {' '.join(argv)}\n{err}"
+        if peer:
+            raise PeerFailed(msg)
+        sys.exit(f"benchmark: {msg}")
     return wall, counted[0], counted[1], stopped, cpu
 
 
@@ -259,15 +268,22 @@ def main() -> int:
             # slowdown is then a lower bound, its bytes per instruction measured over the
             # lines it wrote.
             cap = args.execlog_cap * results["plain"]["wall_s"]
-            wall, logged, lines, stopped, _ = run(
-                base + ["-plugin", str(peers["execlog"]), "-d", "plugin",
-                        "-D", str(tmp / "execlog.fifo")], log=tmp / "execlog.fifo", timeout=cap)
-            results["execlog"] = {"wall_s": wall, "log_bytes": logged, "log_lines": lines,
-                                  "stopped_at_cap": stopped}
+            try:
+                wall, logged, lines, stopped, _ = run(
+                    base + ["-plugin", str(peers["execlog"]), "-d", "plugin",
+                            "-D", str(tmp / "execlog.fifo")], log=tmp / "execlog.fifo",
+                    timeout=cap, peer=True)
+                results["execlog"] = {"wall_s": wall, "log_bytes": logged, "log_lines": lines,
+                                      "stopped_at_cap": stopped}
+            except PeerFailed as exc:
+                results["execlog"] = {"failed": str(exc)}
             for name, opts in (("hotblocks", ""), ("bbv", ",outfile=" + str(tmp / "bbv"))):
-                wall, *_ = run(base + ["-plugin", f"{peers[name]}{opts}", "-d", "plugin",
-                                       "-D", str(tmp / f"{name}.log")])
-                results[name] = {"wall_s": wall}
+                try:
+                    wall, *_ = run(base + ["-plugin", f"{peers[name]}{opts}", "-d", "plugin",
+                                           "-D", str(tmp / f"{name}.log")], peer=True)
+                    results[name] = {"wall_s": wall}
+                except PeerFailed as exc:
+                    results[name] = {"failed": str(exc)}
 
     plain = results["plain"]["wall_s"]
     insns = results["default"]["insns"]
@@ -294,13 +310,19 @@ def main() -> int:
                 "instruction)",
     }
     if not args.no_peers:
-        summary.update({
-            "slowdown_execlog": results["execlog"]["wall_s"] / plain,
-            "slowdown_execlog_is_lower_bound": results["execlog"]["stopped_at_cap"],
-            "execlog_bytes_per_insn": results["execlog"]["log_bytes"]
-            / max(1, results["execlog"]["log_lines"]),
-            "slowdown_hotblocks": results["hotblocks"]["wall_s"] / plain,
-            "slowdown_bbv": results["bbv"]["wall_s"] / plain})
+        ex = results["execlog"]
+        if "failed" not in ex:
+            summary.update({
+                "slowdown_execlog": ex["wall_s"] / plain,
+                "slowdown_execlog_is_lower_bound": ex["stopped_at_cap"],
+                "execlog_bytes_per_insn": ex["log_bytes"] / max(1, ex["log_lines"])})
+        for name in ("hotblocks", "bbv"):
+            if "failed" not in results[name]:
+                summary[f"slowdown_{name}"] = results[name]["wall_s"] / plain
+        failed = {k: results[k]["failed"] for k in ("execlog", "hotblocks", "bbv")
+                  if "failed" in results[k]}
+        if failed:
+            summary["peers_failed"] = failed
     if insns < 1_000_000_000:
         print(f"warning: only {insns} instructions traced (< 1 G)", file=sys.stderr)
     args.out.parent.mkdir(parents=True, exist_ok=True)
