@@ -113,18 +113,21 @@ data-seeds: plugin guest
 # traced vCPUs' work per core: 8 copies of each 2-vCPU trace), each run a window of its first
 # 5 epochs: the 2X part of the SchedTask paper study (results/sandbox/summary.md, beside the
 # paper's section 6).
-# When `make ablate-paper` (`make ablate-seeds`) has run, whose setting is this study's, the
-# summaries quote each policy's one-line reason from it (an ablation of another model or
-# setting is named and not quoted). Those long targets write under out/, which `make run`
-# leaves alone.
+# The summaries quote each policy's one-line reason from the ablation at this study's setting:
+# the one `make ablate-paper` (`make ablate-seeds`) wrote under out/, which `make run` leaves
+# alone, else the one shipped in ablations/ (an ablation of another model or setting is named
+# and not quoted).
 RUN_EVAL_ARGS ?= --cores 8 --load 2 --variants none --epochs 5
+quoted = $(patsubst %/ablation.csv,%,$(firstword $(wildcard $(1)/ablation.csv $(2)/ablation.csv)))
+RUN_ABLATION = $(call quoted,$(ABLATE_OUT),ablations/schedtask-paper)
+RUN_ABLATION_SEEDS = $(call quoted,$(ABLATE_SEEDS_OUT),ablations/seeds)
 run: plugin guest
 	rm -rf $(RUN_OUT)
 	$(PYSCHED) analyse --data data --out $(RUN_OUT)
 	$(PYSCHED) study schedtask-paper --data data $(RUN_EVAL_ARGS) --out $(RUN_OUT)/sandbox \
-	    $(if $(wildcard $(ABLATE_OUT)/ablation.csv),--ablation $(ABLATE_OUT)) > /dev/null
+	    $(if $(RUN_ABLATION),--ablation $(RUN_ABLATION)) > /dev/null
 	$(PYSCHED) seeds --data data --out $(RUN_OUT)/seeds \
-	    $(if $(wildcard $(ABLATE_SEEDS_OUT)/ablation.csv),--ablation $(ABLATE_SEEDS_OUT)) > /dev/null
+	    $(if $(RUN_ABLATION_SEEDS),--ablation $(RUN_ABLATION_SEEDS)) > /dev/null
 	@echo "make run: results in $(RUN_OUT)/summary.md, $(RUN_OUT)/sandbox/summary.md and $(RUN_OUT)/seeds/summary.md"
 
 demo: plugin guest
