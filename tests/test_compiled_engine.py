@@ -162,3 +162,20 @@ def test_a_run_queue_counts_its_interrupts_and_bottom_halves(ops):
         assert q.type_count == {t: types.count(t) for t in set(types)}
     with pytest.raises(TypeError, match="run queue changes through"):
         q.extend([])
+
+
+@given(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=12),
+       st.integers(0, 11))
+def test_next_idle_is_the_first_idle_core_in_cyclic_order(cores, start):
+    """SimView.next_idle equals the plain loop over the cores after ``start``."""
+    from types import SimpleNamespace
+
+    from pysched.sandbox.simview import SimView
+    start %= len(cores)
+    engine = SimpleNamespace(core_item=[0 if busy else -1 for busy, _ in cores],
+                             queues=[[1] if queued else [] for _, queued in cores])
+    sim = SimView(engine)
+    n = len(cores)
+    want = next((c for c in ((start + k) % n for k in range(1, n))
+                 if engine.core_item[c] < 0 and not engine.queues[c]), -1)
+    assert sim.next_idle(start) == want

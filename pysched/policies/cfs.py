@@ -115,15 +115,13 @@ class Cfs:
         return core
 
     def _select(self, last_core: int) -> int:
+        """``last_core`` when idle, else the first idle core after it in cyclic order, else
+        ``last_core`` (``select_idle_sibling``)."""
         sim = self.sim
         if sim.is_idle(last_core):
             return last_core
-        n = sim.ncores
-        for k in range(1, n):
-            c = (last_core + k) % n
-            if sim.is_idle(c):
-                return c
-        return last_core
+        c = sim.next_idle(last_core)
+        return last_core if c < 0 else c
 
     # --- running -----------------------------------------------------------------------------
     def pick(self, queue: list[Work]) -> int | None:

@@ -423,12 +423,17 @@ class Engine:
 
     def _poke_idle(self) -> None:
         """Work waits on a busy core: every idle core looks for work an IPI later (module)."""
-        if not self.cfg.idle_retry or -1 not in self.core_item:
+        items = self.core_item
+        if not self.cfg.idle_retry or -1 not in items:
             return
         t = self.now + self.cfg.ipi_s
-        for c in range(self.ncores):
-            if (self.core_item[c] < 0 and not self.core_poked[c] and not self.core_kicked[c]
-                    and not self.queues[c]):
+        c, n = -1, self.ncores
+        while True:  # each idle core in order, found at C speed however many are busy
+            try:
+                c = items.index(-1, c + 1, n)
+            except ValueError:
+                return
+            if not self.core_poked[c] and not self.core_kicked[c] and not self.queues[c]:
                 self.core_poked[c] = True
                 self.push(t, _EV_POKE, c)
 

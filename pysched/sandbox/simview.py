@@ -107,6 +107,22 @@ class SimView:
     def is_idle(self, core: int) -> bool:
         return self._e.core_item[core] < 0 and not self._e.queues[core]
 
+    def next_idle(self, core: int) -> int:
+        """The first idle core (:meth:`is_idle`) after ``core`` in cyclic order (``core + 1``,
+        ..., the last, 0, ..., ``core - 1``); -1 when there is none. A search of the running
+        items at C speed, so that it costs little however many cores are busy."""
+        items, queues = self._e.core_item, self._e.queues
+        for lo, hi in ((core + 1, len(items)), (0, core)):
+            while lo < hi:
+                try:
+                    c = items.index(-1, lo, hi)
+                except ValueError:
+                    break
+                if not queues[c]:
+                    return c
+                lo = c + 1
+        return -1
+
     def last_core(self, task: int) -> int:
         """Where thread ``task`` last ran (-1: never)."""
         return int(self._e.task_core[task])
