@@ -132,14 +132,15 @@ def test_an_unknown_engine_is_named():
 def test_a_run_queue_counts_its_interrupts_and_bottom_halves(ops):
     """RunQueue's counts (async items, items per type) and first async item equal a scan of
     the list after any sequence of changes."""
-    from types import SimpleNamespace
-
     from pysched.sandbox.runqueue import RunQueue
+    from pysched.sandbox.simview import Work
     from pysched.superfunctions.functype import Category
     q = RunQueue()
     for op, what, at in ops:
-        wk = SimpleNamespace(is_async=what > 0, category=int(Category.INTERRUPT) if what == 1
-                             else int(Category.BOTTOM_HALF), type_id=at % 3)
+        # Work items, equal only to themselves (as the engine's), whatever their attributes
+        wk = Work()
+        wk.is_async, wk.type_id = what > 0, at % 3
+        wk.category = int(Category.INTERRUPT) if what == 1 else int(Category.BOTTOM_HALF)
         if op == "append":
             q.append(wk)
         elif op == "insert":
