@@ -127,15 +127,27 @@ def test_an_unknown_engine_is_named():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["append", "insert", "pop", "del", "remove"]),
-                          st.integers(0, 2), st.integers(0, 20)), max_size=40))
-def test_a_run_queue_counts_its_interrupts_and_bottom_halves(ops):
-    """RunQueue's counts (async items, items per type) and first async item equal a scan of
-    the list after any sequence of changes."""
+@given(st.lists(st.tuples(st.sampled_from(["append", "head", "insert", "pop", "del",
+                                           "remove"]),
+                          st.integers(0, 2), st.integers(0, 20)), max_size=40),
+       st.booleans())
+def test_a_run_queue_counts_its_interrupts_and_bottom_halves(ops, bisect):
+    """RunQueue's counts (async items, items per type), first async item and every item's
+    position equal a scan of the list after any sequence of changes (with ``bisect``, found
+    by the order keys however short the queue)."""
+    from pysched.sandbox import runqueue
     from pysched.sandbox.runqueue import RunQueue
     from pysched.sandbox.simview import Work
     from pysched.superfunctions.functype import Category
-    q = RunQueue()
+    scan_len = runqueue._SCAN_LEN
+    runqueue._SCAN_LEN = 0 if bisect else scan_len
+    try:
+        _run_queue_ops(RunQueue(), ops, Work, Category)
+    finally:
+        runqueue._SCAN_LEN = scan_len
+
+
+def _run_queue_ops(q, ops, Work, Category):
     for op, what, at in ops:
         # Work items, equal only to themselves (as the engine's), whatever their attributes
         wk = Work()
@@ -143,6 +155,8 @@ def test_a_run_queue_counts_its_interrupts_and_bottom_halves(ops):
         wk.category = int(Category.INTERRUPT) if what == 1 else int(Category.BOTTOM_HALF)
         if op == "append":
             q.append(wk)
+        elif op == "head":
+            q.insert(0, wk)
         elif op == "insert":
             q.insert(at % (len(q) + 1), wk)
         elif q:
@@ -161,6 +175,7 @@ def test_a_run_queue_counts_its_interrupts_and_bottom_halves(ops):
         assert q.first_async(bottom_halves=False) == (irq or [None])[0]
         types = [w.type_id for w in q]
         assert q.type_count == {t: types.count(t) for t in set(types)}
+        assert [q.position(w) for w in q] == list(range(len(q)))
     with pytest.raises(TypeError, match="run queue changes through"):
         q.extend([])
 

@@ -11,9 +11,15 @@ only through the methods below, and the others raise.
 """
 from __future__ import annotations
 
+from bisect import bisect_left
+from operator import attrgetter
+
 from pysched.superfunctions.functype import Category
 
 _INTERRUPT = int(Category.INTERRUPT)
+_QKEY = attrgetter("qkey")
+# Below this length a C-level scan finds an item faster than a bisection on its order key.
+_SCAN_LEN = 48
 
 
 class RunQueue(list):
@@ -21,9 +27,14 @@ class RunQueue(list):
     (:attr:`irq_items`) and bottom halves (:attr:`bh_items`) in queue order; :attr:`irqs` and
     :attr:`bhs` count them, and :attr:`type_count` counts the items of each type id (only types
     with items queued are keys); :attr:`version` grows with every change (a policy may keep
-    what it computed from the queue until it does)."""
+    what it computed from the queue until it does).
 
-    __slots__ = ("irq_items", "bh_items", "type_count", "version")
+    Each item queued gets an order key (``Work.qkey``): one more than the last at the tail,
+    one less than the first at the head. The engine only appends and inserts at the head, so
+    the keys grow along the queue and an item's place is a bisection, checked by identity
+    (a scan when the check fails or the queue was ever inserted into elsewhere)."""
+
+    __slots__ = ("irq_items", "bh_items", "type_count", "version", "_head", "_tail", "_ordered")
 
     def __init__(self, items=()) -> None:
         super().__init__()
@@ -31,6 +42,9 @@ class RunQueue(list):
         self.bh_items: list = []
         self.type_count: dict[int, int] = {}
         self.version = 0
+        self._head = 0
+        self._tail = 0
+        self._ordered = True
         for wk in items:
             self.append(wk)
 
@@ -51,6 +65,8 @@ class RunQueue(list):
         tc[wk.type_id] = tc.get(wk.type_id, 0) + 1
 
     def append(self, wk) -> None:
+        wk.qkey = self._tail
+        self._tail += 1
         super().append(wk)
         self._added(wk)
         if wk.is_async:
@@ -63,6 +79,11 @@ class RunQueue(list):
             before = 0 if idx == 0 else sum(1 for x in self[:idx] if x.is_async
                                             and self._side(x) is side)
             side.insert(before, wk)
+        if idx == 0:
+            self._head -= 1
+            wk.qkey = self._head
+        else:
+            self._ordered = False
         super().insert(idx, wk)
         self._added(wk)
 
@@ -98,10 +119,18 @@ class RunQueue(list):
         ``bottom_halves``); None when there is none. A C-level search for a known item, not
         a Python loop over the queue."""
         if self.irq_items:
-            return self.index(self.irq_items[0])
+            return self.position(self.irq_items[0])
         if bottom_halves and self.bh_items:
-            return self.index(self.bh_items[0])
+            return self.position(self.bh_items[0])
         return None
+
+    def position(self, wk) -> int:
+        """Index of ``wk``, which is queued here: a bisection on the order keys, checked."""
+        if self._ordered and len(self) > _SCAN_LEN:
+            i = bisect_left(self, wk.qkey, key=_QKEY)
+            if i < len(self) and self[i] is wk:
+                return i
+        return self.index(wk)
 
     def _refuse(self, *args, **kwargs):
         raise TypeError("a run queue changes through append, insert, pop, remove and del only")

@@ -42,10 +42,12 @@ class Work:
         Interrupt or bottom half.
     trace_vcpu, trace_start : int
         Where it ran in the trace: for the ``as-traced`` oracle only.
+    qkey : int
+        Its order key in the run queue that holds it (:class:`~.runqueue.RunQueue`).
     """
 
     __slots__ = ("gid", "copy", "item", "task", "functype", "type_id", "category", "number",
-                 "begins", "is_async", "trace_vcpu", "trace_start")
+                 "begins", "is_async", "trace_vcpu", "trace_start", "qkey")
 
     def __repr__(self) -> str:
         return (f"Work(gid={self.gid}, task={self.task}, type={self.functype:#x}, "
