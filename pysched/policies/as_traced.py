@@ -38,10 +38,11 @@ class AsTraced(Policy):
         for s, copy, g, v in keys:
             self._order[sim.home_of(copy, v)].append(g)
         self._next = [0] * sim.ncores
-        self._queued: set[int] = set()  # every placement hook is an enqueue: no rescans
+        # every placement hook is an enqueue: the items queued, by id, without rescans
+        self._queued: dict[int, object] = {}
 
     def place(self, work, core: int) -> int:
-        self._queued.add(work.gid)
+        self._queued[work.gid] = work
         return self.sim.home(work)
 
     def resume(self, work, core: int) -> int:
@@ -55,9 +56,10 @@ class AsTraced(Policy):
         if k >= len(order) or order[k] not in self._queued:
             return None  # the next traced item is not ready yet: wait for it
         want = order[k]
-        for idx, wk in enumerate(self.sim.queue(core)):
-            if wk.gid == want:
-                self._next[core] = k + 1
-                self._queued.discard(want)
-                return idx
-        return None
+        try:
+            idx = self.sim.queue(core).position(self._queued[want])
+        except ValueError:
+            return None  # queued on another core
+        self._next[core] = k + 1
+        del self._queued[want]
+        return idx
