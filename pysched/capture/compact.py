@@ -61,7 +61,7 @@ def compact_part(path: Path, level: int = DEFAULT_LEVEL) -> tuple[int, int]:
     pf = pq.ParquetFile(path)
     names = pf.schema_arrow.names
     meta = pf.metadata.metadata or {}
-    encoded = meta.get(b"pysched.encoding") == exec_codec.EXEC_SUCCESSOR.encode()
+    encoded = meta.get(mem_codec.META_ENCODING.encode()) == exec_codec.EXEC_SUCCESSOR.encode()
     want = exec_codec.ENCODED_SCHEMA.names if encoded else ["block"]
     if names != want or pf.metadata.num_row_groups > 1:
         raise ValueError(f"{path}: not an exec part ('block' and, encoded, 'run' columns in one "

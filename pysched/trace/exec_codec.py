@@ -26,6 +26,8 @@ import numba
 import numpy as np
 import pyarrow as pa
 
+from .mem_codec import META_ENCODING
+
 #: Value of the part metadata key ``pysched.encoding`` for successor-encoded ``exec`` parts.
 EXEC_SUCCESSOR = "exec-successor/1"
 #: Part metadata key holding the number of decoded rows.
@@ -111,7 +113,7 @@ def encode_exec(blocks: np.ndarray) -> pa.Table:
     out_block = np.empty(len(blocks), dtype=np.uint32)
     out_run = np.empty(len(blocks), dtype=np.uint32)
     m = _encode(blocks, out_block, out_run, top + 1)
-    meta = {b"pysched.encoding": EXEC_SUCCESSOR.encode(),
+    meta = {META_ENCODING.encode(): EXEC_SUCCESSOR.encode(),
             META_ROWS.encode(): str(len(blocks)).encode()}
     return pa.table({"block": out_block[:m], "run": out_run[:m]},
                     schema=ENCODED_SCHEMA.with_metadata(meta))
