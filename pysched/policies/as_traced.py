@@ -53,13 +53,13 @@ class AsTraced(Policy):
 
     def pick_next(self, core: int) -> int | None:
         order, k = self._order[core], self._next[core]
-        if k >= len(order) or order[k] not in self._queued:
+        wk = self._queued.get(order[k]) if k < len(order) else None
+        if wk is None:
             return None  # the next traced item is not ready yet: wait for it
-        want = order[k]
         try:
-            idx = self.sim.queue(core).position(self._queued[want])
+            idx = self.sim.queue(core).position(wk)
         except ValueError:
             return None  # queued on another core
         self._next[core] = k + 1
-        del self._queued[want]
+        del self._queued[wk.gid]
         return idx

@@ -142,7 +142,7 @@ from .footprint import Footprint
 from .item_streams import gather_streams, run_offsets
 from .metrics import SandboxStats
 from .runqueue import RunQueue
-from .simview import SimView, Work
+from .simview import SimView, Work, idle_cores
 from .workload import ASYNC_ITEM, FIRST, RETURN, START, THREAD_ITEM, Workload
 
 
@@ -427,12 +427,7 @@ class Engine:
         if not self.cfg.idle_retry or -1 not in items:
             return
         t = self.now + self.cfg.ipi_s
-        c, n = -1, self.ncores
-        while True:  # each idle core in order, found at C speed however many are busy
-            try:
-                c = items.index(-1, c + 1, n)
-            except ValueError:
-                return
+        for c in idle_cores(items, 0, self.ncores):
             if not self.core_poked[c] and not self.core_kicked[c] and not self.queues[c]:
                 self.core_poked[c] = True
                 self.push(t, _EV_POKE, c)
@@ -606,14 +601,17 @@ class Engine:
     def move(self, wk: Work, dst: int) -> None:
         self._check_core(dst, "move")
         for c, q in enumerate(self.queues):
-            if wk in q:  # a C-level search by identity (Work defines no equality)
-                del q[q.index(wk)]
-                self.queues[dst].append(wk)
-                if c != dst:
-                    self.s_steals[dst] += 1
-                if self.core_item[dst] < 0:
-                    self.kick(dst)
-                return
+            try:
+                k = q.index(wk)  # a C-level search by identity (Work defines no equality)
+            except ValueError:
+                continue
+            del q[k]
+            self.queues[dst].append(wk)
+            if c != dst:
+                self.s_steals[dst] += 1
+            if self.core_item[dst] < 0:
+                self.kick(dst)
+            return
         raise ValueError(f"{wk!r} is not queued")
 
     # --- running ------------------------------------------------------------------------------

@@ -17,7 +17,21 @@ from .runqueue import RunQueue
 from .workload import Workload
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Iterator
+
     from .engine import Engine
+
+
+def idle_cores(items: list[int], lo: int, hi: int) -> Iterator[int]:
+    """The cores ``lo`` <= c < ``hi`` that run nothing (``items[c] == -1``), in order, found
+    by a C-level search however many of them are busy."""
+    while lo < hi:
+        try:
+            c = items.index(-1, lo, hi)
+        except ValueError:
+            return
+        yield c
+        lo = c + 1
 
 
 class Work:
@@ -115,14 +129,9 @@ class SimView:
         items at C speed, so that it costs little however many cores are busy."""
         items, queues = self._e.core_item, self._e.queues
         for lo, hi in ((core + 1, len(items)), (0, core)):
-            while lo < hi:
-                try:
-                    c = items.index(-1, lo, hi)
-                except ValueError:
-                    break
+            for c in idle_cores(items, lo, hi):
                 if not queues[c]:
                     return c
-                lo = c + 1
         return -1
 
     def last_core(self, task: int) -> int:
