@@ -21,7 +21,7 @@ from pysched.sandbox import Footprint, SandboxConfig, simulate
 from pysched.sandbox.engine import Engine
 from pysched.sandbox.replay import ENGINES
 from pysched.sandbox.item_streams import item_streams
-from pysched.sandbox.switch_cost import sandbox_costs
+from pysched.sandbox.switch_cost import TracedSwitch, sandbox_costs
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -76,6 +76,25 @@ def test_compiled_equals_plain_on_random_workloads(wf, policy, cores, copies, ma
     cfg = SandboxConfig(machine(cores), copies=copies, max_chunk=max_chunk,
                         kernel_data=kernel_data)
     assert_same_runs(*_both(w, fp, policy, cfg))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data_footprints(), st.sampled_from(sorted(REGISTRY)), st.integers(1, 3),
+       st.integers(1, 3), st.integers(3, 50), st.floats(0.5, 40.0),
+       st.lists(st.tuples(st.integers(0, 60), st.integers(1, 30)), min_size=1, max_size=4))
+def test_compiled_equals_plain_on_the_traced_switch_path(wf, policy, cores, copies, max_chunk,
+                                                         per, spans):
+    """Switches on the traced path, which the compiled engine runs in the call of the chunk
+    that follows; a switch may wrap around the path's end, more than once when it is longer
+    than the path."""
+    w, fp = wf
+    v = w.vcpus[0]
+    runs = np.array([(v, a, a + n) for a, n in spans], dtype=np.int64)
+    path = TracedSwitch(switches=100, switch_path=int(round(per * 100)), runs=runs)
+    cfg = SandboxConfig(machine(cores), copies=copies, max_chunk=max_chunk, switch_cycles=None)
+    runs = [simulate(w, fp, get_policy(policy), cfg, switch_path=path, engine=e)
+            for e in ENGINES]
+    assert_same_runs(*runs)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -7,19 +7,25 @@ stream of :class:`~.item_streams.ItemStreams`, what the plain engine's ``accesse
 offsets), move a copy's own data to its frames (``data_add`` on loads and stores, only the
 private ones when ``use_priv``), run them through the hierarchy, sum the stall cycles
 (:func:`stall_sum`, the plain engine's order), count memory accesses (LLC misses) and set the
-Page-heatmap bits of the fetched frames (seed 000, section 3.2).
+Page-heatmap bits of the fetched frames (seed 000, section 3.2). A chunk that starts with a
+context switch on the traced switch path runs the path's next instructions first in the same
+call (the plain engine's ``_switch_cycles``): the caches see the switch's accesses, then the
+chunk's, as in the plain engine, and the switch's stall is summed piece by piece as there.
 
 They also keep the chunk's statistics (the duration, the per-core, per-type, per-thread and
 per-item sums) exactly as the plain engine's ``start_chunk`` does, in the same order of
-floating-point operations. Kernels take arrays and scalars only; the engine
-(:mod:`.compiled`) validates once, packs the arguments and calls the machine code for their
-types (:func:`entry_point`). The plain engine (:class:`~.engine.Engine`) is their twin in
-the tests.
+floating-point operations. The kernels take one :class:`ChunkArgs` (the arrays, packed once
+by :func:`chunk_args`) and scalars; the engine (:mod:`.compiled`) validates once, packs the
+arguments and calls the machine code for their types (:func:`entry_point`). The plain engine
+(:class:`~.engine.Engine`) is their twin in the tests.
 """
 from __future__ import annotations
 
 import numba
 import numpy as np
+from numba.core import types
+from numba.experimental import structref
+from numba.extending import overload
 
 from pysched.heatmaps.hashing import SHIFTS
 from pysched.models.caches.kernels import _run_hierarchy
@@ -44,12 +50,73 @@ def entry_point(kernel, args: tuple):
     numba's cache or compiled now), as a function that takes arguments of those types.
 
     Calling it skips the dispatcher's search for an overload by the arguments' types on every
-    call, about half of a call's cost for the chunk kernels' fifty-odd arguments; the
-    arguments are still converted to the machine types (a Python int or a numpy integer where
-    the kernel takes an int64, for instance), so a caller passes values of the types ``args``
-    had.
+    call, about half of a call's cost for a kernel of many arguments; the arguments are still
+    converted to the machine types (a Python int or a numpy integer where the kernel takes an
+    int64, for instance), so a caller passes values of the types ``args`` had.
     """
     return kernel.compile(tuple(kernel.typeof_pyval(a) for a in args))
+
+
+@structref.register
+class _ChunkArgsType(types.StructRef):
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(t)) for name, t in fields)
+
+
+class ChunkArgs(structref.StructRefProxy):
+    """Everything a chunk kernel reads and writes but its scalars, as one object (numba
+    converts one argument at a call instead of thirty-odd arrays, about 1.6 us a call): made by
+    :func:`chunk_args`; its fields are tuples, see there."""
+
+
+structref.define_boxing(_ChunkArgsType, ChunkArgs)
+_ARG_FIELDS = ("hier", "streams", "bufs", "state")
+
+
+def _new_args(hier, streams, bufs, state):
+    raise NotImplementedError("compiled code only (chunk_args)")
+
+
+@overload(_new_args)
+def _ol_new_args(hier, streams, bufs, state):
+    typ = _ChunkArgsType(list(zip(_ARG_FIELDS, (hier, streams, bufs, state))))
+
+    def impl(hier, streams, bufs, state):
+        a = structref.new(typ)
+        a.hier = hier
+        a.streams = streams
+        a.bufs = bufs
+        a.state = state
+        return a
+    return impl
+
+
+@numba.njit(cache=True)
+def chunk_args(head, tail, stream, switch, bufs, stats, flags):
+    """The :class:`ChunkArgs` of an engine (a constructor in compiled code, cached): fields
+    ``hier = (head, tail)``, ``streams = (stream, switch)``, ``bufs`` and ``state = (stats,
+    flags)``.
+
+    Parameters
+    ----------
+    head, tail : tuple
+        The hierarchy kernel's arguments before and after a run's accesses
+        (:meth:`~pysched.models.caches.hierarchy.Hierarchy._pack`).
+    stream : tuple
+        The item streams: ``(off, line, kind, private, shift)``.
+    switch : tuple
+        The traced switch path's stream: ``(off, line, kind, private, shift, instructions in
+        one pass)`` (any stream when the switch cost is a constant).
+    bufs : tuple
+        Scratch: addresses, kinds, classes and levels served (one per access of the longest
+        chunk and switch together), 3 x NLEVELS counts, and the ends of the switch's pieces.
+    stats : tuple
+        The engine's statistics the kernel keeps: heat, core_f, s_insns, task_f, task_i,
+        s_type_insns, s_type_cycles, item_cycles, stall2d.
+    flags : tuple
+        ``(heat_bits, use_priv, sched_class)``.
+    """
+    return _new_args((head, tail), (stream, switch), bufs, (stats, flags))
 
 
 @numba.njit(cache=True, inline="always")
@@ -153,58 +220,90 @@ def _book(core_f, s_insns, task_f, task_i, s_type_insns, s_type_cycles, item_cyc
 
 
 @numba.njit(cache=True, inline="always")
-def _after(n, buf_addr, buf_kind, buf_served, counts, heat, core_f, s_insns, task_f, task_i,
-           s_type_insns, s_type_cycles, item_cycles, stall2d, core, lo, hi, cls_id, heat_row,
-           heat_bits, book, extra, tg, g, now):
-    """After the hierarchy served the ``n`` accesses: ``(duration, stall cycles)``, the
-    statistics kept when ``book``."""
+def _gather_all(a, p0, p1, lo, hi, ty, data_add, sw_lo, sw_n):
+    """Into the buffers, in the order the caches see them: the traced switch path's
+    instructions ``[sw_lo, sw_lo + sw_n)`` of its cyclic stream (each pass over its end a
+    piece, whose end goes to ``cuts``), then the chunk's accesses. Returns the number of
+    pieces and of accesses."""
+    buf_addr, buf_kind, buf_cls, _, _, cuts = a.bufs
+    w_off, w_line, w_kind, w_priv, w_shift, w_total = a.streams[1]
+    heat_bits, use_priv, sched_class = a.state[1]
+    m, pieces = 0, 0
+    start, left = sw_lo, sw_n
+    while left > 0:
+        take = min(left, w_total - start)
+        k, _ = _gather(w_off, w_line, w_kind, w_priv, w_shift, 0, len(w_off), start,
+                       start + take, sched_class, 0, False, buf_addr[m:], buf_kind[m:],
+                       buf_cls[m:])
+        m += k
+        cuts[pieces] = m
+        pieces += 1
+        left -= take
+        start = 0
+    s_off, s_line, s_kind, s_priv, s_shift = a.streams[0]
+    k, _ = _gather(s_off, s_line, s_kind, s_priv, s_shift, p0, p1, lo, hi, ty, data_add,
+                   use_priv, buf_addr[m:], buf_kind[m:], buf_cls[m:])
+    return pieces, m + k
+
+
+@numba.njit(cache=True, inline="always")
+def _settle(a, core, pieces, n, lo, hi, ty, extra, tg, g, now, sw_n):
+    """After the hierarchy served the buffers: ``(duration, switch cycles)``. The switch
+    costs its instructions at the base CPI plus the stall cycles of each piece, summed piece by
+    piece (the plain engine's ``_switch_cycles``), and is paid by the chunk with ``extra``;
+    the chunk's statistics are kept (:func:`_book`)."""
+    buf_addr, buf_kind, _, buf_served, counts, cuts = a.bufs
+    (heat, core_f, s_insns, task_f, task_i, s_type_insns, s_type_cycles, item_cycles,
+     stall2d) = a.state[0]
+    heat_bits = a.state[1][0]
+    table = stall2d[core]
+    m = 0
+    sw = 0.0
+    if sw_n > 0:
+        stall = 0.0
+        for p in range(pieces):
+            e = cuts[p]
+            s = 0.0
+            if e > m:
+                s, _ = _account(e - m, buf_addr[m:e], buf_kind[m:e], buf_served[m:e], table,
+                                counts, heat, 0, 0)
+            stall += s
+            m = e
+        sw = sw_n * core_f[_CPI, core] + stall
+        extra = sw + extra
     stall, llc = 0.0, 0
-    if n > 0:
-        stall, llc = _account(n, buf_addr, buf_kind, buf_served, stall2d[core], counts, heat,
-                              heat_row, heat_bits)
-    if not book:
-        return 0.0, stall
+    if n > m:
+        stall, llc = _account(n - m, buf_addr[m:n], buf_kind[m:n], buf_served[m:n], table,
+                              counts, heat, ty, heat_bits)
     return _book(core_f, s_insns, task_f, task_i, s_type_insns, s_type_cycles, item_cycles,
-                 core, hi - lo, stall, llc, cls_id, extra, tg, g, now), stall
+                 core, hi - lo, stall, llc, ty, extra, tg, g, now), sw
 
 
 @numba.njit(cache=True)
-def _chunk_levelwise(tags, dirty, stamp, rank, clk, off, roff, geo, cores, hshift, served, events,
-                     l2_line, l2_org, l3_line, l3_org, hist, mode,
-                     s_off, s_line, s_kind, s_priv, lshift,
-                     buf_addr, buf_kind, buf_cls, buf_served, counts, heat,
-                     core_f, s_insns, task_f, task_i, s_type_insns, s_type_cycles, item_cycles,
-                     stall2d, core, p0, p1, lo, hi, cls_id, data_add, use_priv, heat_row,
-                     heat_bits, book, extra, tg, g, now):
-    """One chunk through a level-at-a-time hierarchy (:func:`_run_levelwise`): ``(duration,
-    stall cycles)``; statistics kept only when ``book`` (a piece of the switch path is not
-    a chunk)."""
-    n, a = _gather(s_off, s_line, s_kind, s_priv, lshift, p0, p1, lo, hi, cls_id, data_add,
-                   use_priv, buf_addr, buf_kind, buf_cls)
+def _chunk_levelwise(a, core, p0, p1, lo, hi, ty, data_add, extra, tg, g, now, sw_lo, sw_n):
+    """One chunk of item stream ``[p0, p1)``, instructions ``[lo, hi)``, after ``sw_n``
+    instructions of the switch path (none: 0), through a level-at-a-time hierarchy
+    (:func:`_run_levelwise`): ``(duration, switch cycles)``."""
+    pieces, n = _gather_all(a, p0, p1, lo, hi, ty, data_add, sw_lo, sw_n)
     if n > 0:
+        tags, dirty, stamp, rank, clk, off, roff, geo, cores, hshift = a.hier[0]
+        served, events, l2_line, l2_org, l3_line, l3_org, hist, mode = a.hier[1]
+        buf_addr, buf_kind, buf_cls, buf_served, _, _ = a.bufs
         _run_levelwise(tags, dirty, stamp, rank, clk, off, roff, geo, cores, hshift, core,
                        buf_addr[:n], buf_kind[:n], buf_cls[:n], buf_served[:n], served, events,
                        l2_line, l2_org, l3_line, l3_org, hist, mode)
-    return _after(n, buf_addr, buf_kind, buf_served, counts, heat, core_f, s_insns, task_f,
-                  task_i, s_type_insns, s_type_cycles, item_cycles, stall2d, core, lo, hi,
-                  cls_id, heat_row, heat_bits, book, extra, tg, g, now)
+    return _settle(a, core, pieces, n, lo, hi, ty, extra, tg, g, now, sw_n)
 
 
 @numba.njit(cache=True)
-def _chunk_hierarchy(tags, dirty, stamp, clk, off, geo, cores, inclusive, coherence, rng,
-                     hshift, served, events,
-                     s_off, s_line, s_kind, s_priv, lshift,
-                     buf_addr, buf_kind, buf_cls, buf_served, counts, heat,
-                     core_f, s_insns, task_f, task_i, s_type_insns, s_type_cycles, item_cycles,
-                     stall2d, core, p0, p1, lo, hi, cls_id, data_add, use_priv, heat_row,
-                     heat_bits, book, extra, tg, g, now):
-    """One chunk through the general hierarchy kernel (:func:`_run_hierarchy`)."""
-    n, a = _gather(s_off, s_line, s_kind, s_priv, lshift, p0, p1, lo, hi, cls_id, data_add,
-                   use_priv, buf_addr, buf_kind, buf_cls)
+def _chunk_hierarchy(a, core, p0, p1, lo, hi, ty, data_add, extra, tg, g, now, sw_lo, sw_n):
+    """:func:`_chunk_levelwise` through the general hierarchy kernel (:func:`_run_hierarchy`)."""
+    pieces, n = _gather_all(a, p0, p1, lo, hi, ty, data_add, sw_lo, sw_n)
     if n > 0:
+        tags, dirty, stamp, clk, off, geo, cores, inclusive, coherence, rng, hshift = a.hier[0]
+        served, events = a.hier[1]
+        buf_addr, buf_kind, buf_cls, buf_served, _, _ = a.bufs
         _run_hierarchy(tags, dirty, stamp, clk, off, geo, cores, inclusive, coherence, rng,
                        hshift, core, buf_addr[:n], buf_kind[:n], buf_cls[:n], buf_served[:n],
                        served, events)
-    return _after(n, buf_addr, buf_kind, buf_served, counts, heat, core_f, s_insns, task_f,
-                  task_i, s_type_insns, s_type_cycles, item_cycles, stall2d, core, lo, hi,
-                  cls_id, heat_row, heat_bits, book, extra, tg, g, now)
+    return _settle(a, core, pieces, n, lo, hi, ty, extra, tg, g, now, sw_n)

@@ -350,16 +350,24 @@ class Engine:
         self.sw_count = 0       # switches replayed
         self.sw_insns = 0       # their instructions
 
-    def _switch_path(self, c: int) -> float:
-        """Run core ``c``'s share of the traced switch path through its caches: cycles."""
+    def _switch_take(self, c: int) -> tuple[int, int]:
+        """Core ``c`` switches on the traced path: ``(start, n)``, its next ``n`` instructions
+        of the cyclic stream from ``start`` (n = 0: none this time), which the chunk that
+        follows runs through the caches first (:meth:`_switch_cycles`)."""
         n = int(round((self.sw_count + 1) * self.sw_per)) - self.sw_insns
         self.sw_count += 1
         if n <= 0:
-            return 0.0
+            return 0, 0
         start = self.sw_insns % self.sw_total
         self.sw_insns += n
         self.s_switch_insns[c] += n
-        # instructions [start, start + n) of the cyclic stream, wrapping around
+        return start, n
+
+    def _switch_cycles(self, c: int, start: int, n: int) -> float:
+        """Instructions ``[start, start + n)`` of the switch path on core ``c``: their cycles
+        (base CPI plus the stall of each piece between wraps, summed piece by piece)."""
+        if n <= 0:
+            return 0.0
         stall, left = 0.0, n
         while left > 0:
             take = min(left, self.sw_total - start)
@@ -702,7 +710,14 @@ class Engine:
         return o, end
 
     def start_chunk(self, c: int, g: int, extra_cycles: float = 0.0,
-                    extra_kind: str = "") -> None:
+                    switch: tuple[int, int] | None = None) -> None:
+        """Run item ``g``'s next chunk on core ``c``, paying ``extra_cycles`` first and, when
+        ``switch`` is given, a context switch on the traced path before them
+        (:meth:`_switch_take`'s range)."""
+        if switch is not None:
+            sw = self._switch_cycles(c, *switch)
+            self.s_switch[c] += sw
+            extra_cycles = sw + extra_cycles
         i = g % self.n
         o, end = self._chunk_span(g, i)
         n = end - o
@@ -775,6 +790,7 @@ class Engine:
             q.append(self.work(p))
             self._poke_idle()
         extra = 0.0
+        switch = None
         if wk.is_async:
             # from its arrival to its first start; a bottom half resumed after an interrupt
             # preempted it (core_event) is not counted again
@@ -790,10 +806,11 @@ class Engine:
             self.s_wait += self.now - self.ready_t[g]
             if self.core_task[c] != wk.task:
                 self.s_switches[c] += 1
-                sw = (self._switch_path(c) if self.cfg.switch_cycles is None
-                      else self.cfg.switch_cycles)
-                self.s_switch[c] += sw
-                extra += sw
+                if self.cfg.switch_cycles is None:
+                    switch = self._switch_take(c)  # paid with the chunk (start_chunk)
+                else:
+                    self.s_switch[c] += self.cfg.switch_cycles
+                    extra += self.cfg.switch_cycles
                 self.core_task[c] = wk.task
             last = self.task_core[wk.task]
             if last >= 0 and last != c:
@@ -802,7 +819,7 @@ class Engine:
                 extra += self.os_mig_cycles[c]
             self.task_core[wk.task] = c
             self.core_slice[c] = self.now
-        self.start_chunk(c, g, extra)  # wake-ups at offset 0 at its end (start_chunk)
+        self.start_chunk(c, g, extra, switch)  # wake-ups at offset 0 at its end (start_chunk)
 
     def _run_moved(self, c: int, g: int) -> None:
         """Run thread item ``g``, moved here by :meth:`migrate_running`: a hardware swap that
