@@ -357,6 +357,39 @@ def test_levelwise_matches_access_by_access(policy, l1_ways, lower_ways):
             assert order(fast, p, c) == order(slow, p, c)
 
 
+@pytest.mark.parametrize("l1_ways, lower_ways", [(1, 4), (2, 4), (4, 4), (8, 20)])
+def test_held_elsewhere_from_the_mirror_with_many_cores(l1_ways, lower_ways):
+    """The level-at-a-time kernel reads whether another core holds an L3 miss's line from its
+    fingerprint mirror; the access-at-a-time kernel looks in each core's caches. Five cores
+    in random order, with flushes of one core and of all: the same counts, and the mirror
+    holds every private way's fingerprint (0 where the way is empty)."""
+    from pysched.models.caches.levelwise import _print
+    rng = np.random.default_rng(l1_ways * 10 + lower_ways)
+    cores = 5
+    cfg = small_hier("lru", cores=cores, l1_ways=l1_ways, lower_ways=lower_ways)
+    fast, slow = Hierarchy(cfg), Hierarchy(cfg)
+    assert fast._levelwise
+    slow._levelwise = False
+    for epoch in range(12):
+        core = int(rng.integers(0, cores))
+        addr, kind = local_stream(rng, 3000, lines=40 * lower_ways)
+        assert fast.run(core, addr, kind).tolist() == slow.run(core, addr, kind).tolist()
+        if epoch in (5, 9):
+            for h in (fast, slow):
+                h.flush(2 if epoch == 5 else None)
+    held = EVENT_NAMES.index("l3_misses_held_elsewhere")
+    assert fast.stats.events.tolist() == slow.stats.events.tolist()
+    assert fast.stats.events[:, held].sum() > 0
+    for p in range(3):
+        lv = cfg.levels[p]
+        lo = fast._fo[p]
+        mirror = fast._fpr[lo:lo + lv.sets * cores * lv.ways].reshape(lv.sets, cores, lv.ways)
+        for c in range(cores):
+            tags = fast.tags[fast._slice(p, c)].reshape(lv.sets, lv.ways)
+            want = [[_print(int(t)) if t >= 0 else 0 for t in row] for row in tags]
+            assert mirror[:, c].tolist() == want
+
+
 @pytest.mark.parametrize("change, levelwise", [
     ({}, True), ({"inclusive": True}, False), ({"coherence": True}, False),
     ({"l3": CacheConfig(8 * 4 * LINE, 4, LINE, 18, "random")}, False),

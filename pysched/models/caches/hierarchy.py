@@ -95,6 +95,13 @@ class Hierarchy(Packed):
             # whether direct-mapped L1s take the next block branch-free (see levelwise):
             # yes for cold caches
             self._l1_mode = np.ones(1, np.uint8)
+            # the private caches' fingerprints, each set's ways of every core side by side
+            # (levelwise._held_mirror): level p's set s of core c at _fo[p] + (s * cores + c) *
+            # ways; 0 is an empty way
+            fsizes = [levels[p].sets * cores * levels[p].ways for p in range(3)]
+            self._fo = np.zeros(3, dtype=np.int64)
+            np.cumsum(fsizes[:-1], out=self._fo[1:])
+            self._fpr = np.zeros(sum(fsizes) + simd.PRINT_LANES, dtype=np.uint16)
         self._pack()
 
     @property
@@ -158,7 +165,8 @@ class Hierarchy(Packed):
             self._args[True] = ((self.tags, self.dirty, self._stamp, self._rank, self._clock,
                                  self._off, self._roff, self._geo, cfg.cores,
                                  cfg.l1i.line_shift),
-                                (flat, self._events, *self._scratch, self._l1_mode))
+                                (flat, self._events, *self._scratch, self._l1_mode,
+                                 self._fpr, self._fo))
 
     def reset_stats(self) -> None:
         """Zero the counters, keeping the cache contents."""
@@ -176,6 +184,8 @@ class Hierarchy(Packed):
             self._stamp[:] = INVALID
             for c in range(self.cores):
                 self._reset_l1(c)
+            if self._levelwise:
+                self._fpr[:] = 0
             return
         if not 0 <= core < self.cores:
             raise ValueError(f"core must be in 0..{self.cores - 1}, got {core!r}")
@@ -186,6 +196,10 @@ class Hierarchy(Packed):
             self.tags[lo:hi] = -1
             self.dirty[lo:hi] = 0
             self._stamp[lo:hi] = INVALID
+            if self._levelwise:
+                lv = self.config.levels[p]
+                mirror = self._fpr[self._fo[p]:self._fo[p] + lv.sets * self.cores * lv.ways]
+                mirror.reshape(lv.sets, self.cores, lv.ways)[:, core] = 0
         self._reset_l1(core)
 
     def _reset_l1(self, core: int) -> None:

@@ -21,6 +21,13 @@ events keep their order, so the stamps (one clock, see :mod:`.policies.lru`) kee
 within every set; their values differ from the one-access-at-a-time kernel's, and only their
 order is ever used. The L1s keep the same order as ranks instead (:mod:`.ranks`: the victim
 without a reduction over stamps), direct-mapped L1s none (one way has no order).
+An L3 demand miss counts whether another core's L1i, L1d or L2 holds the line (the
+statistic of :func:`~.kernels._held_elsewhere`). Here that comes from a mirror of the private
+caches' fingerprints, each set's ways of every core side by side, which the L1 and L2 fills
+keep (:func:`_held_mirror`): a contiguous compare instead of a set lookup in each other core's
+three caches, whose cost grew with the cores (90 % of the replay of a pointer chase at 32
+cores, measured by leaving the check out).
+
 ``tests/test_models_caches.py`` compares both kernels, stamps against ranks, and the slow
 twin.
 """
@@ -33,7 +40,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from . import policies, ranks, simd
 from ..codes import (EV_L3_HELD, EV_WB_L1D, EV_WB_L2, EV_WB_L3, EV_WBMISS_L2, EV_WBMISS_L3,
                      IFETCH, NKINDS, NLEVELS, STORE)
-from .kernels import G_MASK, G_POLICY, G_WAYS, _count_pairs, _held_elsewhere
+from .kernels import G_MASK, G_POLICY, G_WAYS, _count_pairs
 
 #: Events ahead whose set the last level's loop prefetches: its queue is known in advance, so
 #: the host's cache misses on a large L3's arrays overlap instead of following one another.
@@ -70,6 +77,58 @@ def _match1(tags: np.ndarray, base: int, line: int) -> np.uint64:
 def _match2(tags: np.ndarray, base: int, line: int) -> np.uint64:
     u = np.uint64
     return u(tags[base] == line) | (u(tags[base + u(1)] == line) << u(1))
+
+
+@numba.njit(cache=True, inline="always")
+def _print(line: int) -> np.uint16:
+    """A line's fingerprint in the private caches' mirror (:func:`_held_mirror`): 16 bits of
+    a multiplicative hash, never 0 (an empty way)."""
+    u = np.uint64
+    return np.uint16((u(line) * u(0x9E3779B97F4A7C15)) >> u(48)) | np.uint16(1)
+
+
+@numba.njit(cache=True, inline="always")
+def _held_mirror(fpr: np.ndarray, fo: np.ndarray, tags: np.ndarray, off: np.ndarray,
+                 geo: np.ndarray, cores: int, c: int, line: int) -> bool:
+    """:func:`~.kernels._held_elsewhere` from the mirror: whether a core other than ``c``
+    holds ``line`` in its L1i, L1d or L2.
+
+    The mirror keeps each way's fingerprint (:func:`_print`) with the same set of every core
+    side by side (level ``p``'s set ``s`` of core ``o`` at ``fo[p] + (s * cores + o) *
+    ways``), so the other cores' ways are one contiguous compare per level instead of a set
+    lookup in each of their caches (which made the check most of an L3 miss's cost at 32
+    cores); a matching fingerprint is confirmed on the tags, so the answer is exact."""
+    u = np.uint64
+    f = _print(line)
+    for p in range(3):
+        ways = geo[p, G_WAYS]
+        s = line & geo[p, G_MASK]
+        row = fo[p] + s * cores * ways
+        n = cores * ways
+        mine = c * ways
+        hit = u(0)
+        for k in range(0, n, simd.PRINT_LANES):
+            # the lanes of this row (the last vector runs past it) but this core's
+            keep = _lanes(0, n - k) & ~_lanes(mine - k, mine + ways - k)
+            hit |= simd.match_prints(fpr, row + k, f) & keep
+        if hit != u(0):
+            for o in range(cores):
+                if o == c:
+                    continue
+                for w in range(ways):
+                    if fpr[row + o * ways + w] == f and \
+                            tags[off[p * cores + o] + s * ways + w] == line:
+                        return True
+    return False
+
+
+@numba.njit(cache=True, inline="always")
+def _lanes(a: int, b: int) -> np.uint64:
+    """Bit mask of the lanes ``[a, b)`` clipped to ``[0, PRINT_LANES)``."""
+    u = np.uint64
+    a = min(max(a, 0), simd.PRINT_LANES)
+    b = min(max(b, 0), simd.PRINT_LANES)
+    return ((u(1) << u(b)) - u(1)) & ~((u(1) << u(a)) - u(1))
 
 
 @numba.njit(cache=True, inline="always")
@@ -111,7 +170,8 @@ def _decode(fetch_only, addr, kind, n, shift):
 
 @numba.njit(cache=True, inline="always")
 def _l1_block(match, ordered, pair, fetch_only, tags, dirty, rank, oi, od, ri, rd, mi, md, wi, wd,
-              lru_i, lru_d, shift, addr, kind, lo, hi, served_out, ev_line, ev_org):
+              lru_i, lru_d, shift, addr, kind, lo, hi, served_out, ev_line, ev_org, fpr, fi, fd,
+              fsi, fsd):
     """Accesses ``lo..hi`` through the L1i (fetches) and L1d (loads, stores).
 
     ``fetch_only`` is a constant at each call: True compiles a loop for a stream of
@@ -122,9 +182,10 @@ def _l1_block(match, ordered, pair, fetch_only, tags, dirty, rank, oi, od, ri, r
     scalar code (:func:`_match2`, :func:`_touch`).
 
     A hit is served here (:func:`~.kernels._count_pairs` counted it, :func:`_l1_lanes` marked
-    it). A miss fills the L1 and queues, for the L2, a demand (``ev_org`` = the access) and then
-    the dirty victim if any (``ev_org`` = -1); the L2 moves the miss's count. Returns ``(queued
-    events, dirty evictions)``.
+    it). A miss fills the L1 (and its way's fingerprint in the mirror, at ``fi``/``fd`` plus
+    ``fsi``/``fsd`` per set: :func:`_held_mirror`) and queues, for the L2, a demand
+    (``ev_org`` = the access) and then the dirty victim if any (``ev_org`` = -1); the L2 moves
+    the miss's count. Returns ``(queued events, dirty evictions)``.
     """
     u = np.uint64
     mski = (u(1) << u(wi)) - u(1)
@@ -152,6 +213,7 @@ def _l1_block(match, ordered, pair, fetch_only, tags, dirty, rank, oi, od, ri, r
             victim_dirty = dirty[i]
             tags[i] = line
             dirty[i] = st
+            fpr[(fi if fetch else fd) + s * (fsi if fetch else fsd) + way] = _print(line)
             if ordered:
                 _touch(pair, rank, r, way)
             ev_line[e] = line
@@ -168,7 +230,7 @@ def _l1_block(match, ordered, pair, fetch_only, tags, dirty, rank, oi, od, ri, r
 
 @numba.njit(cache=True, inline="always")
 def _l1_direct(fetch_only, tags, dirty, oi, od, mi, md, shift, addr, kind, lo, hi, served_out,
-               ev_line, ev_org):
+               ev_line, ev_org, fpr, fi, fd, fsi, fsd):
     """:func:`_l1_block` for direct-mapped L1s, without a branch on hit or miss (as
     :func:`~.kernels._direct_mapped`): every access writes its way and a queue slot that only
     a miss keeps. A branch mispredicts at every change, which cost more than the access. One
@@ -178,11 +240,13 @@ def _l1_direct(fetch_only, tags, dirty, oi, od, mi, md, shift, addr, kind, lo, h
     writebacks = 0
     for n in range(np.uint64(lo), np.uint64(hi)):
         a, line, fetch, st = _decode(fetch_only, addr, kind, n, shift)
-        i = (oi if fetch else od) + (a & (mi if fetch else md))
+        s = a & (mi if fetch else md)
+        i = (oi if fetch else od) + s
         old = tags[i]
         hit = np.int64(old == line)
         old_dirty = np.int64(dirty[i])
         tags[i] = line
+        fpr[(fi if fetch else fd) + s * (fsi if fetch else fsd)] = _print(line)
         dirty[i] = st | np.uint8(old_dirty & hit)
         ev_line[e] = line
         ev_org[e] = n
@@ -198,7 +262,8 @@ def _l1_direct(fetch_only, tags, dirty, oi, od, mi, md, shift, addr, kind, lo, h
 
 @numba.njit(cache=True, inline="always")
 def _l1_lanes(fetch_only, lanes, branchless, tags, dirty, rank, oi, od, ri, rd, mi, md, wi, wd,
-              lru_i, lru_d, shift, addr, kind, lo, hi, served_out, ev_line, ev_org):
+              lru_i, lru_d, shift, addr, kind, lo, hi, served_out, ev_line, ev_org, fpr, fi, fd,
+              fsi, fsd):
     """:func:`_l1_block` with the set operations of ``lanes`` ways; direct-mapped L1s by
     :func:`_l1_direct` when ``branchless``, else by a scalar compare. (A branch-free loop for
     2-way LRU L1s, as the single cache's, measured 4-16 % slower here: every access writes a
@@ -214,29 +279,29 @@ def _l1_lanes(fetch_only, lanes, branchless, tags, dirty, rank, oi, od, ri, rd, 
     if lanes == 1:
         if branchless:
             return _l1_direct(fetch_only, tags, dirty, oi, od, mi, md, shift, addr, kind, lo, hi,
-                              served_out, ev_line, ev_org)
+                              served_out, ev_line, ev_org, fpr, fi, fd, fsi, fsd)
         return _l1_block(_match1, False, False, fetch_only, tags, dirty, rank, oi, od, ri, rd,
                          mi, md, wi, wd, lru_i, lru_d, shift, addr, kind, lo, hi, served_out,
-                         ev_line, ev_org)
+                         ev_line, ev_org, fpr, fi, fd, fsi, fsd)
     if lanes <= 2 and wi == 2 and wd == 2:
         return _l1_block(_match2, True, True, fetch_only, tags, dirty, rank, oi, od, ri, rd,
                          mi, md, wi, wd, lru_i, lru_d, shift, addr, kind, lo, hi, served_out,
-                         ev_line, ev_org)
+                         ev_line, ev_org, fpr, fi, fd, fsi, fsd)
     if lanes <= 2:
         return _l1_block(_M2, True, False, fetch_only, tags, dirty, rank, oi, od, ri, rd,
                          mi, md, wi, wd, lru_i, lru_d, shift, addr, kind, lo, hi, served_out,
-                         ev_line, ev_org)
+                         ev_line, ev_org, fpr, fi, fd, fsi, fsd)
     if lanes <= 4:
         return _l1_block(_M4, True, False, fetch_only, tags, dirty, rank, oi, od, ri, rd,
                          mi, md, wi, wd, lru_i, lru_d, shift, addr, kind, lo, hi, served_out,
-                         ev_line, ev_org)
+                         ev_line, ev_org, fpr, fi, fd, fsi, fsd)
     if lanes <= 8:
         return _l1_block(_M8, True, False, fetch_only, tags, dirty, rank, oi, od, ri, rd,
                          mi, md, wi, wd, lru_i, lru_d, shift, addr, kind, lo, hi, served_out,
-                         ev_line, ev_org)
+                         ev_line, ev_org, fpr, fi, fd, fsi, fsd)
     return _l1_block(_M16, True, False, fetch_only, tags, dirty, rank, oi, od, ri, rd,
                      mi, md, wi, wd, lru_i, lru_d, shift, addr, kind, lo, hi, served_out,
-                     ev_line, ev_org)
+                     ev_line, ev_org, fpr, fi, fd, fsi, fsd)
 
 
 @numba.njit(cache=True, inline="always")
@@ -265,7 +330,8 @@ def _lower(find, oldest, ordered, args):
     counter at every event made each event wait for the previous one).
     """
     (tags, dirty, stamp, now, base0, mask, ways, lru, level, last, n_in, in_line, in_org,
-     out_line, out_org, kind, cls, served_out, served, row, each, off, geo, cores, core) = args
+     out_line, out_org, kind, cls, served_out, served, row, each, off, geo, cores, core, fpr,
+     fo) = args
     e = 0
     held = 0
     writebacks = 0
@@ -304,7 +370,7 @@ def _lower(find, oldest, ordered, args):
         if n >= 0:
             if last:
                 served_out[n] = level + 1
-                if _held_elsewhere(tags, off, geo, cores, core, line):
+                if _held_mirror(fpr, fo, tags, off, geo, cores, core, line):
                     held += 1
                 if each:
                     _count(served, row, cls, kind, n, level + 1, 1)
@@ -320,6 +386,8 @@ def _lower(find, oldest, ordered, args):
         v, vd = tags[i], dirty[i]
         tags[i] = line
         dirty[i] = n < 0
+        if first:                   # the L2's mirror (see _held_mirror)
+            fpr[fo[2] + ((line & mask) * cores + core) * ways + (i - base)] = _print(line)
         if ordered:
             stamp[i] = now
         if vd:                      # an invalid way is never dirty
@@ -344,12 +412,13 @@ def _oldest1(stamp: np.ndarray, base: int, ways: int) -> int:
 @numba.njit(cache=True, inline="always")
 def _lower_lanes(tags, dirty, stamp, now, base0, mask, ways, lru, level, last, n_in, in_line,
                  in_org, out_line, out_org, kind, cls, served_out, served, row, each, off, geo,
-                 cores, core):
+                 cores, core, fpr, fo):
     """:func:`_lower` with the set operations of the smallest vector that holds ``ways`` (any
     ways above 16)."""
     # the arguments as one tuple: numba inlines no call with *args
     args = (tags, dirty, stamp, now, base0, mask, ways, lru, level, last, n_in, in_line, in_org,
-            out_line, out_org, kind, cls, served_out, served, row, each, off, geo, cores, core)
+            out_line, out_org, kind, cls, served_out, served, row, each, off, geo, cores, core,
+            fpr, fo)
     if ways == 1:
         return _lower(_find1, _oldest1, False, args)
     if ways <= 2:
@@ -370,7 +439,8 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank:
                    kind: np.ndarray, cls: np.ndarray, served_out: np.ndarray,
                    served: np.ndarray, events: np.ndarray, l2_line: np.ndarray,
                    l2_org: np.ndarray, l3_line: np.ndarray, l3_org: np.ndarray,
-                   hist: np.ndarray, mode: np.ndarray) -> None:
+                   hist: np.ndarray, mode: np.ndarray, fpr: np.ndarray,
+                   fo: np.ndarray) -> None:
     """:func:`~.kernels._run_hierarchy` for a non-inclusive, non-coherent hierarchy of LRU and
     FIFO levels with L1s of at most 16 ways, a block of accesses one level at a time.
 
@@ -379,7 +449,9 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank:
     ``served`` is flat, ``((core * classes + cls) * NKINDS + kind) * NLEVELS + level``; the
     scratch arrays hold ``2 * block`` (``l2_*``) and ``4 * block`` (``l3_*``) events, and
     ``hist`` is ``4 * classes * NKINDS`` zeros. ``mode[0]`` carries, from one run to the next,
-    whether direct-mapped L1s take the next block branch-free.
+    whether direct-mapped L1s take the next block branch-free. ``fpr`` is the mirror of the
+    private caches' fingerprints, level ``p`` from ``fo[p]`` (:func:`_held_mirror`), which
+    the L1 and L2 fills keep.
     """
     c = core
     u = np.uint64
@@ -393,6 +465,9 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank:
     lru_2 = geo[2, G_POLICY] == policies.LRU
     lru_3 = geo[3, G_POLICY] == policies.LRU
     b2, b3 = off[2 * cores + c], off[3 * cores]
+    # this core's ways in the mirror's set 0 of its L1i and L1d, and the step per set
+    fi, fd = u(fo[0] + c * wi), u(fo[1] + c * wd)
+    fsi, fsd = u(cores * wi), u(cores * wd)
     block = l2_line.shape[0] // 2
     lanes = max(wi, wd)
     kinds = 0
@@ -416,17 +491,17 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank:
         if fetch_only:
             n2, w = _l1_lanes(True, lanes, branchless, tags, dirty, rank, oi, od, ri, rd, mi,
                               md, wi, wd, lru_i, lru_d, shift, addr, kind, lo, hi, served_out,
-                              l2_line, l2_org)
+                              l2_line, l2_org, fpr, fi, fd, fsi, fsd)
         else:
             n2, w = _l1_lanes(False, lanes, branchless, tags, dirty, rank, oi, od, ri, rd, mi,
                               md, wi, wd, lru_i, lru_d, shift, addr, kind, lo, hi, served_out,
-                              l2_line, l2_org)
+                              l2_line, l2_org, fpr, fi, fd, fsi, fsd)
         branchless = n2 > BRANCHLESS_ABOVE * (hi - lo)
         wb1 += w
         now, n3, w, m, d, h, _ = _lower_lanes(tags, dirty, stamp, now, b2, geo[2, G_MASK],
                                               geo[2, G_WAYS], lru_2, 1, False, n2, l2_line,
                                               l2_org, l3_line, l3_org, kind, cls, served_out,
-                                              served, row, each, off, geo, cores, c)
+                                              served, row, each, off, geo, cores, c, fpr, fo)
         wb2 += w
         miss2 += m
         d2 += d
@@ -434,7 +509,7 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank:
         now, _, w, m, d, h, held = _lower_lanes(tags, dirty, stamp, now, b3, geo[3, G_MASK],
                                                 geo[3, G_WAYS], lru_3, 2, True, n3, l3_line,
                                                 l3_org, l3_line, l3_org, kind, cls, served_out,
-                                                served, row, each, off, geo, cores, c)
+                                                served, row, each, off, geo, cores, c, fpr, fo)
         held3 += held
         wb3 += w
         miss3 += m

@@ -115,6 +115,33 @@ def _make_argmin(lanes: int):
     return argmin
 
 
+#: Lanes of :func:`match_prints`: 32 fingerprints of 16 bits, one 512-bit vector.
+PRINT_LANES = 32
+
+
+@intrinsic
+def match_prints(typingctx, prints, base, value):
+    """Bit mask of the lanes ``j < 32`` with ``prints[base + j] == value``, for an array of
+    uint16 fingerprints (the hierarchy's mirror of its private caches: one compare for 32
+    ways of the cores' same set). The array needs :data:`PRINT_LANES` spare elements."""
+    sig = types.uint64(prints, base, value)
+
+    def codegen(context, builder, signature, args):
+        aryty, basety, valty = signature.args
+        i16 = ir.IntType(16)
+        data = context.make_array(aryty)(context, builder, args[0]).data
+        b = context.cast(builder, args[1], basety, types.int64)
+        vty = ir.VectorType(i16, PRINT_LANES)
+        v = builder.load(builder.bitcast(builder.gep(data, [b]), vty.as_pointer()), align=2)
+        x = builder.trunc(context.cast(builder, args[2], valty, types.int64), i16)
+        x = builder.insert_element(ir.Constant(vty, ir.Undefined), x, ir.Constant(_I32, 0))
+        x = builder.shuffle_vector(x, ir.Constant(vty, ir.Undefined),
+                                   ir.Constant(ir.VectorType(_I32, PRINT_LANES),
+                                               [0] * PRINT_LANES))
+        return _bits(builder, builder.icmp_unsigned("==", v, x), PRINT_LANES)
+    return sig, codegen
+
+
 @intrinsic
 def prefetch(typingctx, ary, index):
     """Ask the CPU to bring ``ary[index]``'s cache line in (LLVM's ``llvm.prefetch``: a read,
