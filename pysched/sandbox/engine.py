@@ -964,15 +964,25 @@ class Engine:
         pending = np.tile(p, self.K)
         rel = np.flatnonzero(timed)
         first = np.flatnonzero(p == 0)
+        times, items = [], []
         for copy in range(self.K):
             late = float(self.phase[copy])
-            for i in rel.tolist():
-                self.push(float(w.release[i]) + late, _EV_RELEASE, copy * self.n + i)
+            times.append(w.release[rel].astype(np.float64) + late)
+            items.append(copy * self.n + rel)
             if late > 0:
                 # a copy that starts late: its first items are released at its offset
-                for i in first.tolist():
-                    pending[copy * self.n + i] += 1
-                    self.push(late, _EV_RELEASE, copy * self.n + i)
+                pending[copy * self.n + first] += 1
+                times.append(np.full(len(first), late))
+                items.append(copy * self.n + first)
+        # The release times known now stay out of the event heap (which they made long: every
+        # copy's timed interrupts), sorted by time in the order they were listed; at the same
+        # time one of them comes before any event pushed later, as a lower sequence number
+        # would put it (run).
+        times = np.concatenate(times) if times else np.zeros(0)
+        items = np.concatenate(items) if items else np.zeros(0, np.int64)
+        order = np.argsort(times, kind="stable")
+        self._rel_t = times[order].tolist()
+        self._rel_g = items[order].tolist()
         self.pending = pending.tolist()
         self.policy.attach(SimView(self))
         for g in np.flatnonzero(pending == 0).tolist():
@@ -995,15 +1005,23 @@ class Engine:
             self.push(1.0 / self.cfg.tick_hz, _EV_IDLE_TICK, 1)
             self.periodic += 1
         heap, core_event = self.heap, self.core_event
+        rel_t, rel_g, nrel, ri = self._rel_t, self._rel_g, len(self._rel_t), 0
         while self.done_items < total:
             # only the periodic events left and no core running: nothing can happen
-            if len(heap) <= self.periodic and (not heap or (
-                    len(heap) == self.periodic and not any(x >= 0 for x in self.core_item))):
+            left = len(heap) + nrel - ri
+            if left <= self.periodic and (not left or (
+                    left == self.periodic and not any(x >= 0 for x in self.core_item))):
                 if not self._break_deadlock():
                     raise RuntimeError(f"sandbox stalled with {total - self.done_items} items "
                                        "left and nothing ready")
                 continue
-            t, _, kind, a = _heappop(heap)
+            # the next event: a release known at setup (pushed first of all: first at a tie)
+            # or the heap's
+            if ri < nrel and (not heap or rel_t[ri] <= heap[0][0]):
+                t, kind, a = rel_t[ri], _EV_RELEASE, rel_g[ri]
+                ri += 1
+            else:
+                t, _, kind, a = _heappop(heap)
             if t > self.now:
                 self._advance(t)
                 self.now = t
