@@ -150,7 +150,7 @@ def _page_bit(pf: np.uint64, nbits: int) -> int:
 def _gather(s_off, s_line, s_kind, s_priv, lshift, p0, p1, lo, hi, cls_id, data_add, use_priv,
             buf_addr, buf_kind, buf_cls):
     """Accesses of offsets ``[lo, hi)`` of the stream at ``[p0, p1)`` into the buffers:
-    their count and first position."""
+    their count."""
     a = p0 + np.searchsorted(s_off[p0:p1], lo)
     b = p0 + np.searchsorted(s_off[p0:p1], hi)
     n = b - a
@@ -164,7 +164,7 @@ def _gather(s_off, s_line, s_kind, s_priv, lshift, p0, p1, lo, hi, cls_id, data_
         buf_addr[j] = ad
         buf_kind[j] = k
         buf_cls[j] = cls_id
-    return n, a
+    return n
 
 
 @numba.njit(cache=True, inline="always")
@@ -227,22 +227,22 @@ def _gather_all(a, p0, p1, lo, hi, ty, data_add, sw_lo, sw_n):
     pieces and of accesses."""
     buf_addr, buf_kind, buf_cls, _, _, cuts = a.bufs
     w_off, w_line, w_kind, w_priv, w_shift, w_total = a.streams[1]
-    heat_bits, use_priv, sched_class = a.state[1]
+    _, use_priv, sched_class = a.state[1]
     m, pieces = 0, 0
     start, left = sw_lo, sw_n
     while left > 0:
         take = min(left, w_total - start)
-        k, _ = _gather(w_off, w_line, w_kind, w_priv, w_shift, 0, len(w_off), start,
-                       start + take, sched_class, 0, False, buf_addr[m:], buf_kind[m:],
-                       buf_cls[m:])
+        k = _gather(w_off, w_line, w_kind, w_priv, w_shift, 0, len(w_off), start,
+                    start + take, sched_class, 0, False, buf_addr[m:], buf_kind[m:],
+                    buf_cls[m:])
         m += k
         cuts[pieces] = m
         pieces += 1
         left -= take
         start = 0
     s_off, s_line, s_kind, s_priv, s_shift = a.streams[0]
-    k, _ = _gather(s_off, s_line, s_kind, s_priv, s_shift, p0, p1, lo, hi, ty, data_add,
-                   use_priv, buf_addr[m:], buf_kind[m:], buf_cls[m:])
+    k = _gather(s_off, s_line, s_kind, s_priv, s_shift, p0, p1, lo, hi, ty, data_add,
+                use_priv, buf_addr[m:], buf_kind[m:], buf_cls[m:])
     return pieces, m + k
 
 
