@@ -48,6 +48,8 @@ _INTERRUPT = int(Category.INTERRUPT)
 #: CPU, scaled by ``1 + log2(min(cpus, 8))`` (``SCHED_TUNABLESCALING_LOG``).
 LATENCY_S = 0.006
 MIN_GRANULARITY_S = 0.00075
+#: That scale per core count (cfs_slice asks it at every scheduling point).
+_SCALE: dict[int, float] = {}
 
 if TYPE_CHECKING:  # pragma: no cover
     from pysched.sandbox.simview import SimView, Work
@@ -172,8 +174,11 @@ class Policy:
     def cfs_slice(self, core: int) -> float:
         """CFS's time slice on ``core``: ``latency / nr_running``, at least the minimum
         granularity, both scaled by the core count (see :data:`LATENCY_S`)."""
-        factor = 1 + math.log2(min(self.sim.ncores, 8))
-        return factor * max(LATENCY_S / (1 + self.sim.queue_len(core)), MIN_GRANULARITY_S)
+        sim = self.sim
+        factor = _SCALE.get(sim.ncores)
+        if factor is None:
+            factor = _SCALE[sim.ncores] = 1 + math.log2(min(sim.ncores, 8))
+        return factor * max(LATENCY_S / (1 + sim.queue_len(core)), MIN_GRANULARITY_S)
 
     def min_slice(self) -> float:
         """CFS's shortest slice here: the minimum granularity, scaled as in :meth:`cfs_slice`."""

@@ -81,7 +81,7 @@ class CompiledEngine(Engine):
         i = g % self.n
         # Engine._chunk_span, inlined
         o = self.prog[g]
-        end = min(self._insns[i], o + self.cfg.max_chunk)
+        end = min(self._insns[i], o + self._max_chunk)
         k = self._wptr[i] + self.trig[g]
         if k < self._wptr[i + 1] and o <= self._woff[k] < end:
             end = self._woff[k]

@@ -271,6 +271,12 @@ class Engine:
         self.begun = [False] * total                     # has started (latency counted once)
         self.log: list[tuple] | None = None  # (gid, core, t0, t1, lo, hi) per chunk if a list
         self.item_cycles = np.zeros(total, dtype=np.float64)
+        # Python floats of the arrays the loop reads an element of at every item (a
+        # memoryview's element is a float; a numpy array's a numpy scalar, slower to make and
+        # to compare); the compiled chunk writes the arrays
+        self._item_cycles = memoryview(self.item_cycles)
+        self._until = memoryview(self.core_until)
+        self._max_chunk = config.max_chunk
         self.task_pos = [0] * (ntask * self.K)
         self.ntask = ntask
         self._task_ptr = w.task_ptr.tolist()
@@ -279,6 +285,7 @@ class Engine:
         # per-thread floats and integers, rows of two arrays (views, as core_f)
         self.task_f = np.zeros((2, ntask * self.K))
         self.task_time = self.task_f[0]
+        self._task_time = memoryview(self.task_time)  # floats, as _until
         self.task_i = np.zeros((2, ntask * self.K), dtype=np.int64)
         self.s_task_insns = self.task_i[0]
         # per-thread hardware counters: busy cycles, and accesses served by memory (misses
@@ -466,7 +473,7 @@ class Engine:
         self.s_switch_insns = z(np.int64)
         self.s_type_insns = np.zeros(t, dtype=np.int64)
         self.s_type_cycles = np.zeros(t)
-        self.s_type_items = np.zeros(t, dtype=np.int64)
+        self.s_type_items = [0] * t  # counted in Python only (finish): a list
         self.s_task_want = [0.0] * (self.w.ntasks * self.K)
         self.s_wait = 0.0
         self.s_waits = 0
@@ -488,7 +495,8 @@ class Engine:
             at, self.s_insns.copy(), busy, self.s_base.copy(), self.s_stall.copy(),
             self.s_switch.copy(), self.s_mig.copy(), dyn + static,
             self.s_switches.copy(), self.s_migs.copy(), self.s_steals.copy(),
-            self.s_type_insns.copy(), self.s_type_cycles.copy(), self.s_type_items.copy(),
+            self.s_type_insns.copy(), self.s_type_cycles.copy(),
+            np.array(self.s_type_items, dtype=np.int64),
             # per copy of the workload (row) and traced thread (column), see copy_fairness
             self.s_task_insns.reshape(self.K, -1).copy(),
             np.array(self.s_task_want).reshape(self.K, -1), self.s_wait, self.s_waits, self.s_lat,
@@ -697,7 +705,7 @@ class Engine:
         """Instructions ``[o, end)`` of item ``g`` (``i`` in the workload) its next chunk
         runs."""
         o = self.prog[g]
-        end = min(self._insns[i], o + self.cfg.max_chunk)
+        end = min(self._insns[i], o + self._max_chunk)
         k = self._wptr[i] + self.trig[g]
         # End the chunk at the next wake-up offset. ``<=``, not ``<``: waiters at offsets up to
         # ``o`` were released when the chunk ending at ``o`` ended (fire), except those at
@@ -835,7 +843,7 @@ class Engine:
     def core_event(self, c: int) -> None:
         self.core_kicked[c] = False
         g = self.core_item[c]
-        if g >= 0 and self.core_until[c] > self.now:
+        if g >= 0 and self._until[c] > self.now:
             return  # a kick while busy: the chunk's own event will come
         if g >= 0:
             i = g % self.n
@@ -890,7 +898,7 @@ class Engine:
         self.done_items += 1
         self.s_type_items[self._type[i]] += 1
         self.s_events += self._events[i]
-        self.policy.item_done(wk, c, float(self.item_cycles[g]), self._insns[i])
+        self.policy.item_done(wk, c, self._item_cycles[g], self._insns[i])
         self._works.pop(g, None)
         if wk.is_async:
             return

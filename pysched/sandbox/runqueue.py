@@ -67,7 +67,7 @@ class RunQueue(list):
     def append(self, wk) -> None:
         wk.qkey = self._tail
         self._tail += 1
-        super().append(wk)
+        list.append(self, wk)
         self._added(wk)
         if wk.is_async:
             self._side(wk).append(wk)
@@ -99,7 +99,7 @@ class RunQueue(list):
             self._side(wk).remove(wk)
 
     def pop(self, idx: int = -1):
-        wk = super().pop(idx)
+        wk = list.pop(self, idx)
         self._gone(wk)
         return wk
 

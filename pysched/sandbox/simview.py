@@ -24,14 +24,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def idle_cores(items: list[int], lo: int, hi: int) -> Iterator[int]:
     """The cores ``lo`` <= c < ``hi`` that run nothing (``items[c] == -1``), in order, found
-    by a C-level search however many of them are busy."""
-    while lo < hi:
-        try:
-            c = items.index(-1, lo, hi)
-        except ValueError:
-            return
+    by a C-level search however many of them are busy (``items`` must not change meanwhile).
+    Counted first, so that no search fails: a failed one raises, which cost more than the
+    count when no core is idle."""
+    left = items[lo:hi].count(-1)
+    while left:
+        c = items.index(-1, lo, hi)
         yield c
         lo = c + 1
+        left -= 1
 
 
 class Work:
@@ -140,7 +141,7 @@ class SimView:
 
     def task_runtime(self, task: int) -> float:
         """Seconds thread ``task`` has run so far."""
-        return float(self._e.task_time[task])
+        return self._e._task_time[task]  # a float (Engine.__init__)
 
     def heatmaps(self) -> np.ndarray:
         """Page-heatmaps of the epoch so far: bool array (types, bits), row = type id
