@@ -190,6 +190,8 @@ def _run_queue_ops(q, ops, Work, Category):
         assert q.bhs == sum(w.is_async and w.category != int(Category.INTERRUPT) for w in q)
         irq = [k for k, w in enumerate(q) if w.is_async and w.category == int(Category.INTERRUPT)]
         bh = [k for k, w in enumerate(q) if w.is_async]
+        assert q.irq_items == [q[k] for k in irq]  # the very items, in queue order
+        assert q.bh_items == [w for w in q if w.is_async and w.category != int(Category.INTERRUPT)]
         assert q.first_async() == (irq or bh or [None])[0]
         assert q.first_async(bottom_halves=False) == (irq or [None])[0]
         types = [w.type_id for w in q]
@@ -214,3 +216,20 @@ def test_next_idle_is_the_first_idle_core_in_cyclic_order(cores, start):
     want = next((c for c in ((start + k) % n for k in range(1, n))
                  if engine.core_item[c] < 0 and not engine.queues[c]), -1)
     assert sim.next_idle(start) == want
+
+
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 3)), min_size=1, max_size=12),
+       st.lists(st.integers(0, 11), min_size=1, max_size=12))
+def test_least_loaded_and_queued_cores_equal_the_plain_loops(cores, among):
+    """SimView.least_loaded equals the least (queued + running, core) of ``among``, and
+    queued_cores the cores with a non-empty queue."""
+    from types import SimpleNamespace
+
+    from pysched.sandbox.simview import SimView
+    among = [c % len(cores) for c in among]
+    engine = SimpleNamespace(core_item=[0 if busy else -1 for busy, _ in cores],
+                             queues=[[1] * k for _, k in cores])
+    sim = SimView(engine)
+    load = {c: len(engine.queues[c]) + (engine.core_item[c] >= 0) for c in among}
+    assert sim.least_loaded(among) == min(among, key=lambda c: (load[c], c))
+    assert sim.queued_cores() == [c for c in range(len(cores)) if engine.queues[c]]

@@ -169,6 +169,9 @@ class _FakeSim:
     def queue_len(self, c):
         return len(self.queues[c])
 
+    def queued_cores(self):
+        return [c for c, q in enumerate(self.queues) if q]
+
     def running(self, c):
         return None
 

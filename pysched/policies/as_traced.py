@@ -9,6 +9,7 @@ Interrupts wait for their turn in that order (no preemption), and no time slices
 """
 from __future__ import annotations
 
+import numpy as np
 
 from .base import Policy
 
@@ -29,14 +30,18 @@ class AsTraced(Policy):
         start = w.run_start[first]   # every item has at least one run
         vcpu = w.run_vcpu[first]
         self._order: list[list[int]] = [[] for _ in range(sim.ncores)]
-        n = len(w)
-        keys = []
-        for copy in range(sim.copies):
-            for i in range(n):
-                keys.append((int(start[i]), copy, copy * n + i, int(vcpu[i])))
-        keys.sort()
-        for s, copy, g, v in keys:
-            self._order[sim.home_of(copy, v)].append(g)
+        n, k = len(w), sim.copies
+        # every (copy, item) in the order of (trace start, copy, id): ids are unique
+        copies = np.repeat(np.arange(k), n)
+        ids = np.arange(k * n)
+        by = np.lexsort((ids, copies, np.tile(start, k)))
+        vcpus = np.tile(vcpu, k)[by].tolist()
+        home = {}
+        for copy, g, v in zip(copies[by].tolist(), ids[by].tolist(), vcpus):
+            core = home.get((copy, v))
+            if core is None:
+                core = home[copy, v] = sim.home_of(copy, v)
+            self._order[core].append(g)
         self._next = [0] * sim.ncores
         # every placement hook is an enqueue: the items queued, by id, without rescans
         self._queued: dict[int, object] = {}

@@ -21,6 +21,9 @@ from .subsystems import kind_cores, work_kind
 if TYPE_CHECKING:  # pragma: no cover
     from pysched.sandbox.engine import SimView, Work
 
+#: The categories of application SuperFunctions.
+_APP = (int(Category.APPLICATION), int(Category.UNKNOWN))
+
 
 class CoreSplit(Policy):
     """Base class: subclasses say what is offloaded (:meth:`offload`) and whether the OS cores
@@ -54,8 +57,7 @@ class CoreSplit(Policy):
         return True
 
     def _least(self, cores: list[int]) -> int:
-        sim = self.sim
-        return min(cores, key=lambda c: (sim.queue_len(c) + (sim.running(c) is not None), c))
+        return self.sim.least_loaded(cores)
 
     def _app_core(self, last: int) -> int:
         if last in self.app_cores:
@@ -63,7 +65,7 @@ class CoreSplit(Policy):
         return self._least(self.app_cores)
 
     def _is_app(self, work: Work) -> bool:
-        return work.category in (int(Category.APPLICATION), int(Category.UNKNOWN))
+        return work.category in _APP
 
     def place(self, work: Work, core: int) -> int:
         if self._is_app(work):

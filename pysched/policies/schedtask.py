@@ -83,6 +83,8 @@ from pysched.superfunctions.functype import Category
 
 from .base import Policy
 
+_INTERRUPT = int(Category.INTERRUPT)
+
 STEALING = ("none", "same", "similar")
 #: ``steal``: stay on the own side of the application/OS split, or steal from either.
 STEAL_SIDES = ("same", "any")
@@ -271,7 +273,7 @@ class SchedTask(Policy):
         return min(cores, key=self._wait)
 
     def route_interrupt(self, work, arrival_core: int) -> int:
-        if work.category == int(Category.INTERRUPT) and not self.routable(work):
+        if work.category == _INTERRUPT and not self.routable(work):
             # 5.2 programs the interrupt controller, which steers device interrupts only: a
             # per-CPU vector (local timer, IPI, exception) runs where it arrives
             return arrival_core
@@ -281,7 +283,7 @@ class SchedTask(Policy):
         if work.type_id in self.alloc:
             return self.place(work, arrival_core)
         # 5.2: an interrupt type absent from the stats table goes to core 0
-        return 0 if work.category == int(Category.INTERRUPT) else arrival_core
+        return 0 if work.category == _INTERRUPT else arrival_core
 
     def time_slice(self, work, core: int) -> float:
         return self.cfs_slice(core) if self.is_app[work.type_id] else math.inf
@@ -296,7 +298,7 @@ class SchedTask(Policy):
         if self.stealing == "none":
             return
         sim = self.sim
-        queued = [c for c in range(sim.ncores) if c != core and sim.queue_len(c)]
+        queued = [c for c in sim.queued_cores() if c != core]
         if not queued:
             return
         if not self.alloc:  # before the first TAlloc: any queued work (our choice)

@@ -276,6 +276,8 @@ class Engine:
         # to compare); the compiled chunk writes the arrays
         self._item_cycles = memoryview(self.item_cycles)
         self._until = memoryview(self.core_until)
+        self._charge = memoryview(self.core_charge)
+        self._cpi = memoryview(self.cpi)
         self._max_chunk = config.max_chunk
         self.task_pos = [0] * (ntask * self.K)
         self.ntask = ntask
@@ -403,7 +405,7 @@ class Engine:
         if not (insns >= 0 and math.isfinite(insns)):
             raise ValueError(f"policy {self.policy.name!r} charged {insns!r} instructions; "
                              "give a non-negative number")
-        self.core_charge[c] += insns * self.cpi[c]
+        self._charge[c] += insns * self._cpi[c]
 
     # --- idle cores ---------------------------------------------------------------------------
     def _advance(self, t: float) -> None:

@@ -96,7 +96,14 @@ class RunQueue(list):
         else:
             del tc[wk.type_id]
         if wk.is_async:
-            self._side(wk).remove(wk)
+            side = self._side(wk)
+            # in queue order too: a long one finds its place by the order keys (position)
+            i = (bisect_left(side, wk.qkey, key=_QKEY)
+                 if self._ordered and len(side) > _SCAN_LEN else -1)
+            if 0 <= i < len(side) and side[i] is wk:
+                del side[i]
+            else:
+                side.remove(wk)
 
     def pop(self, idx: int = -1):
         wk = list.pop(self, idx)

@@ -102,6 +102,21 @@ class SimView:
     def queue_len(self, core: int) -> int:
         return len(self._e.queues[core])
 
+    def queued_cores(self) -> list[int]:
+        """The cores whose queue holds an item, in order."""
+        return [c for c, q in enumerate(self._e.queues) if q]
+
+    def least_loaded(self, cores: list[int]) -> int:
+        """The core of ``cores`` with the fewest items queued and running (:meth:`queue_len`
+        plus one when :meth:`running`), the lowest number at a tie."""
+        queues, items = self._e.queues, self._e.core_item
+        best, least = -1, 0
+        for c in cores:
+            k = len(queues[c]) + (items[c] >= 0)
+            if best < 0 or k < least or (k == least and c < best):
+                best, least = c, k
+        return best
+
     def running(self, core: int) -> Work | None:
         """The item ``core`` runs now (None: idle)."""
         g = self._e.core_item[core]
