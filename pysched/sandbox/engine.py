@@ -156,6 +156,14 @@ _INTERRUPT = int(Category.INTERRUPT)
 _CELLS = 3 * NLEVELS   # a stall table's (kind, level) cells
 
 
+def _floats(xs: list) -> np.ndarray:
+    return np.array(xs, dtype=np.float64)
+
+
+def _ints(xs: list) -> np.ndarray:
+    return np.array(xs, dtype=np.int64)
+
+
 class Engine:
     """One run of a policy on a workload (use :func:`.replay.simulate`)."""
 
@@ -467,12 +475,14 @@ class Engine:
         c, t = self.ncores, len(self.w.types)
         z = lambda dt=np.float64: np.zeros(c, dtype=dt)  # noqa: E731
         self.s_insns = z(np.int64)
-        self.s_switch = z()
-        self.s_mig = z()
-        self.s_switches = z(np.int64)
-        self.s_migs = z(np.int64)
-        self.s_steals = z(np.int64)
-        self.s_switch_insns = z(np.int64)
+        # the per-core sums only the loop adds to (the compiled chunk keeps the others): lists,
+        # whose elements Python adds to faster than to a numpy array's (snapshot makes arrays)
+        self.s_switch = [0.0] * c
+        self.s_mig = [0.0] * c
+        self.s_switches = [0] * c
+        self.s_migs = [0] * c
+        self.s_steals = [0] * c
+        self.s_switch_insns = [0] * c
         self.s_type_insns = np.zeros(t, dtype=np.int64)
         self.s_type_cycles = np.zeros(t)
         self.s_type_items = [0] * t  # counted in Python only (finish): a list
@@ -495,15 +505,15 @@ class Engine:
         cache = self.hier.stats
         return SandboxStats(
             at, self.s_insns.copy(), busy, self.s_base.copy(), self.s_stall.copy(),
-            self.s_switch.copy(), self.s_mig.copy(), dyn + static,
-            self.s_switches.copy(), self.s_migs.copy(), self.s_steals.copy(),
+            _floats(self.s_switch), _floats(self.s_mig), dyn + static,
+            _ints(self.s_switches), _ints(self.s_migs), _ints(self.s_steals),
             self.s_type_insns.copy(), self.s_type_cycles.copy(),
-            np.array(self.s_type_items, dtype=np.int64),
+            _ints(self.s_type_items),
             # per copy of the workload (row) and traced thread (column), see copy_fairness
             self.s_task_insns.reshape(self.K, -1).copy(),
             np.array(self.s_task_want).reshape(self.K, -1), self.s_wait, self.s_waits, self.s_lat,
             self.s_irqs, self.s_bh_lat, self.s_bhs, self.s_events, cache,
-            self.s_switch_insns.copy(), self.s_charged.copy(), self.s_idle_none,
+            _ints(self.s_switch_insns), self.s_charged.copy(), self.s_idle_none,
             self.s_idle_wait, self._stall_split(cache))
 
     def _stall_split(self, cache) -> np.ndarray:

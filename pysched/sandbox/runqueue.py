@@ -134,7 +134,12 @@ class RunQueue(list):
     def position(self, wk) -> int:
         """Index of ``wk``, which is queued here: a bisection on the order keys, checked."""
         if self._ordered and len(self) > _SCAN_LEN:
-            i = bisect_left(self, wk.qkey, key=_QKEY)
+            # keys grow by one an item, so it is at most its key's distance from the head:
+            # there when nothing before it left
+            i = wk.qkey - self[0].qkey
+            if 0 <= i < len(self) and self[i] is wk:
+                return i
+            i = bisect_left(self, wk.qkey, 0, max(min(i + 1, len(self)), 0), key=_QKEY)
             if i < len(self) and self[i] is wk:
                 return i
         return self.index(wk)
