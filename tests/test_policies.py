@@ -6,6 +6,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sandbox_factory import FIRST, START, tiny
 from test_sandbox import check_invariants, machine
 
@@ -460,3 +462,31 @@ def test_schedtask_leaves_interrupts_where_they_arrive_before_the_first_talloc()
     pol, _ = _policy([[], []])
     pol.alloc[0] = [1]
     assert pol.route_interrupt(_vector_work(0x26), 1) == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 5)), max_size=10),
+       st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5]), min_size=6, max_size=6),
+       st.dictionaries(st.integers(0, 5), st.sampled_from([-0.5, 0.0, 0.25])),
+       st.integers(0, 5))
+def test_cfs_inlined_vruntime_equals_the_key(queue, runtimes, lags, running):
+    """Cfs's pick and wakeup_preempt with the default key (vruntime, inlined) answer as with
+    the same key passed as a function (the general path)."""
+    from pysched.policies.cfs import Cfs
+    items = []
+    for is_async, task in queue:
+        wk = Work()
+        wk.is_async, wk.task = is_async, -1 if is_async else task
+        items.append(wk)
+    sim = SimpleNamespace(ncores=4, queue=lambda c: items, task_runtime=runtimes.__getitem__)
+    run = Work()
+    run.is_async, run.task = False, running
+    answers = []
+    for general in (False, True):
+        cfs = Cfs()
+        cfs.attach(sim)
+        cfs._lag.update(lags)
+        if general:
+            cfs.key = lambda t, cfs=cfs: cfs.vruntime(t)
+        answers.append((cfs.pick(items), cfs.wakeup_preempt(run, 0)))
+    assert answers[0] == answers[1]

@@ -70,6 +70,8 @@ class Cfs:
     def __init__(self) -> None:
         self.sim: SimView | None = None
         self.key: Callable[[int], float] = self.vruntime
+        # the default key, which pick and wakeup_preempt inline (None: a subclass's own)
+        self._vruntime = self.key if type(self).vruntime is Cfs.vruntime else None
 
     def attach(self, sim: SimView) -> None:
         """Start on ``sim``'s machine, before time 0."""
@@ -127,11 +129,14 @@ class Cfs:
     def pick(self, queue: list[Work]) -> int | None:
         """Index in ``queue`` of the thread item of least :attr:`key` (None: no thread)."""
         key = self.key
+        default = key is self._vruntime
+        runtime, lag = self.sim.task_runtime, self._lag.get
         best, best_rt = None, math.inf
         for idx, wk in enumerate(queue):
             if wk.is_async:
                 continue
-            rt = key(wk.task)
+            t = wk.task
+            rt = runtime(t) + lag(t, 0.0) if default else key(t)  # vruntime, inlined
             if rt < best_rt:
                 best, best_rt = idx, rt
         return best
@@ -139,9 +144,16 @@ class Cfs:
     def wakeup_preempt(self, work: Work, core: int) -> bool:
         """Whether a thread queued on ``core`` is behind ``work``, running there, by more than
         the wake-up granularity."""
+        if work.task < 0:
+            return False
         key = self.key
-        q = [key(wk.task) for wk in self.sim.queue(core) if not wk.is_async]
-        if not q or work.task < 0:
+        if key is self._vruntime:  # vruntime, inlined
+            runtime, lag = self.sim.task_runtime, self._lag.get
+            q = [runtime(wk.task) + lag(wk.task, 0.0) for wk in self.sim.queue(core)
+                 if not wk.is_async]
+        else:
+            q = [key(wk.task) for wk in self.sim.queue(core) if not wk.is_async]
+        if not q:
             return False
         gran = self._factor * WAKEUP_GRANULARITY_S
         return key(work.task) - min(q) > gran

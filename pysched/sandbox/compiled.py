@@ -81,7 +81,9 @@ class CompiledEngine(Engine):
         i = g % self.n
         # Engine._chunk_span, inlined
         o = self.prog[g]
-        end = min(self._insns[i], o + self._max_chunk)
+        end = o + self._max_chunk
+        if self._insns[i] < end:
+            end = self._insns[i]
         k = self._wptr[i] + self.trig[g]
         if k < self._wptr[i + 1] and o <= self._woff[k] < end:
             end = self._woff[k]
@@ -91,7 +93,7 @@ class CompiledEngine(Engine):
         dur, sw = self._kernel(self._args, c, self._ptr[i], self._ptr[i + 1], o, end,
                                self._type[i], DATA_ADD * copy if (copy and self._data) else 0,
                                float(extra_cycles),
-                               copy * self.w.ntasks + t if t >= 0 else -1, g, self.now, sw_lo,
+                               copy * self.ntask + t if t >= 0 else -1, g, self.now, sw_lo,
                                sw_n)
         if switch is not None:
             self.s_switch[c] += sw

@@ -268,6 +268,9 @@ class Engine:
         self._num = w.number.tolist()
         self._begins = w.begins.tolist()
         self._async = (w.kind == ASYNC_ITEM).tolist()
+        # what a Work item holds of its item, one tuple a item (work)
+        self._static = list(zip(self._type, self._ftype, self._cat, self._num, self._begins,
+                                self._async, self._tvcpu, self._tstart))
         # Dynamic state over all copies.
         total = self.n * self.K
         ntask = w.ntasks
@@ -532,14 +535,8 @@ class Engine:
             wk.gid, wk.copy, wk.item = g, g // self.n, i
             t = self._taskof[i]
             wk.task = -1 if t < 0 else wk.copy * self.ntask + t
-            wk.type_id = self._type[i]
-            wk.functype = self._ftype[i]
-            wk.category = self._cat[i]
-            wk.number = self._num[i]
-            wk.begins = self._begins[i]
-            wk.is_async = self._async[i]
-            wk.trace_vcpu = self._tvcpu[i]
-            wk.trace_start = self._tstart[i]
+            (wk.type_id, wk.functype, wk.category, wk.number, wk.begins, wk.is_async,
+             wk.trace_vcpu, wk.trace_start) = self._static[i]
             self._works[g] = wk
         return wk
 
