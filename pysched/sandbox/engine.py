@@ -134,6 +134,7 @@ from pysched.heatmaps.hashing import bloom_bit
 from pysched.models.caches.hierarchy import Hierarchy
 from pysched.models.codes import NLEVELS
 from pysched.models.cores.timing import stall_table
+from pysched.policies.base import Policy
 from pysched.superfunctions.functype import Category
 
 from .chunk_kernel import CORE_ROWS, stall_sum
@@ -290,6 +291,9 @@ class Engine:
         self._charge = memoryview(self.core_charge)
         self._cpi = memoryview(self.cpi)
         self._max_chunk = config.max_chunk
+        # the policy's item_done, None when it is the base class's, which does nothing
+        done = policy.item_done
+        self._item_done = None if getattr(done, "__func__", None) is Policy.item_done else done
         self.task_pos = [0] * (ntask * self.K)
         self.ntask = ntask
         self._task_ptr = w.task_ptr.tolist()
@@ -907,7 +911,8 @@ class Engine:
         self.done_items += 1
         self.s_type_items[self._type[i]] += 1
         self.s_events += self._events[i]
-        self.policy.item_done(wk, c, self._item_cycles[g], self._insns[i])
+        if self._item_done is not None:
+            self._item_done(wk, c, self._item_cycles[g], self._insns[i])
         self._works.pop(g, None)
         if wk.is_async:
             return
@@ -1040,7 +1045,10 @@ class Engine:
             else:
                 t, _, kind, a = _heappop(heap)
             if t > self.now:
-                self._advance(t)
+                if self.check_idle or -1 in self.core_item:
+                    self._advance(t)
+                else:
+                    self.acc_t = t  # every core busy: no idle time to class (_advance)
                 self.now = t
             if kind == _EV_CORE:
                 core_event(a)
