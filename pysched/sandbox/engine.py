@@ -143,7 +143,7 @@ from .footprint import Footprint
 from .item_streams import gather_streams, run_offsets
 from .metrics import SandboxStats
 from .runqueue import RunQueue
-from .simview import SimView, Work, idle_cores
+from .simview import SimView, Work
 from .workload import ASYNC_ITEM, FIRST, RETURN, START, THREAD_ITEM, Workload
 
 
@@ -459,9 +459,12 @@ class Engine:
         if not self.cfg.idle_retry or -1 not in items:
             return
         t = self.now + self.cfg.ipi_s
-        for c in idle_cores(items, 0, self.ncores):
-            if not self.core_poked[c] and not self.core_kicked[c] and not self.queues[c]:
-                self.core_poked[c] = True
+        poked, kicked, queues = self.core_poked, self.core_kicked, self.queues
+        c = -1
+        for _ in range(items.count(-1)):  # idle_cores, without a generator's cost
+            c = items.index(-1, c + 1)
+            if not poked[c] and not kicked[c] and not queues[c]:
+                poked[c] = True
                 self.push(t, _EV_POKE, c)
 
     def _poked(self, c: int) -> None:
