@@ -291,9 +291,7 @@ class Engine:
         self._charge = memoryview(self.core_charge)
         self._cpi = memoryview(self.cpi)
         self._max_chunk = config.max_chunk
-        # the policy's item_done, None when it is the base class's, which does nothing
-        done = policy.item_done
-        self._item_done = None if getattr(done, "__func__", None) is Policy.item_done else done
+        self._item_done = self._hook_item_done()
         self.task_pos = [0] * (ntask * self.K)
         self.ntask = ntask
         self._task_ptr = w.task_ptr.tolist()
@@ -534,6 +532,12 @@ class Engine:
         return served * self._stall3
 
     # --- items --------------------------------------------------------------------------------
+    def _hook_item_done(self):
+        """The policy's ``item_done``; None when it is the base class's, which does nothing
+        (not called then)."""
+        done = self.policy.item_done
+        return None if getattr(done, "__func__", None) is Policy.item_done else done
+
     def work(self, g: int) -> Work:
         wk = self._works.get(g)
         if wk is None:
@@ -1010,6 +1014,7 @@ class Engine:
         self._rel_g = items[order].tolist()
         self.pending = pending.tolist()
         self.policy.attach(SimView(self))
+        self._item_done = self._hook_item_done()  # as the policy is once attached
         for g in np.flatnonzero(pending == 0).tolist():
             self.ready(g, -1)
 

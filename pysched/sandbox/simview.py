@@ -108,7 +108,8 @@ class SimView:
 
     def least_loaded(self, cores: list[int]) -> int:
         """The core of ``cores`` with the fewest items queued and running (:meth:`queue_len`
-        plus one when :meth:`running`), the lowest number at a tie."""
+        plus one when :meth:`running`), the lowest number at a tie; -1 when ``cores`` is
+        empty."""
         queues, items = self._e.queues, self._e.core_item
         best, least = -1, 0
         for c in cores:
