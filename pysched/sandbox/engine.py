@@ -143,7 +143,7 @@ from .footprint import Footprint
 from .item_streams import gather_streams, run_offsets
 from .metrics import SandboxStats
 from .runqueue import RunQueue
-from .simview import SimView, Work
+from .simview import SimView, Work, idle_cores
 from .workload import ASYNC_ITEM, FIRST, RETURN, START, THREAD_ITEM, Workload
 
 
@@ -260,18 +260,14 @@ class Engine:
         self._events = self.events_w.tolist()
         r0 = w.run_ptr[:-1]
         has = r0 < len(w.run_vcpu)
-        self._tvcpu = np.where(has, w.run_vcpu[np.minimum(r0, max(len(w.run_vcpu) - 1, 0))]
-                               if len(w.run_vcpu) else -1, -1).tolist()
-        self._tstart = np.where(has, w.run_start[np.minimum(r0, max(len(w.run_start) - 1, 0))]
-                                if len(w.run_start) else -1, -1).tolist()
-        self._ftype = w.types[w.type_id].tolist() if self.n else []
-        self._cat = w.category.tolist()
-        self._num = w.number.tolist()
-        self._begins = w.begins.tolist()
-        self._async = (w.kind == ASYNC_ITEM).tolist()
+        tvcpu = np.where(has, w.run_vcpu[np.minimum(r0, max(len(w.run_vcpu) - 1, 0))]
+                         if len(w.run_vcpu) else -1, -1).tolist()
+        tstart = np.where(has, w.run_start[np.minimum(r0, max(len(w.run_start) - 1, 0))]
+                          if len(w.run_start) else -1, -1).tolist()
         # what a Work item holds of its item, one tuple a item (work)
-        self._static = list(zip(self._type, self._ftype, self._cat, self._num, self._begins,
-                                self._async, self._tvcpu, self._tstart))
+        self._static = list(zip(self._type, w.types[w.type_id].tolist() if self.n else [],
+                                w.category.tolist(), w.number.tolist(), w.begins.tolist(),
+                                (w.kind == ASYNC_ITEM).tolist(), tvcpu, tstart))
         # Dynamic state over all copies.
         total = self.n * self.K
         ntask = w.ntasks
@@ -458,9 +454,7 @@ class Engine:
             return
         t = self.now + self.cfg.ipi_s
         poked, kicked, queues = self.core_poked, self.core_kicked, self.queues
-        c = -1
-        for _ in range(items.count(-1)):  # idle_cores, without a generator's cost
-            c = items.index(-1, c + 1)
+        for c in idle_cores(items, 0, self.ncores):
             if not poked[c] and not kicked[c] and not queues[c]:
                 poked[c] = True
                 self.push(t, _EV_POKE, c)

@@ -17,22 +17,20 @@ from .runqueue import RunQueue
 from .workload import Workload
 
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Iterator
-
     from .engine import Engine
 
 
-def idle_cores(items: list[int], lo: int, hi: int) -> Iterator[int]:
+def idle_cores(items: list[int], lo: int, hi: int) -> list[int]:
     """The cores ``lo`` <= c < ``hi`` that run nothing (``items[c] == -1``), in order, found
-    by a C-level search however many of them are busy (``items`` must not change meanwhile).
-    Counted first, so that no search fails: a failed one raises, which cost more than the
-    count when no core is idle."""
-    left = items[lo:hi].count(-1)
-    while left:
-        c = items.index(-1, lo, hi)
-        yield c
-        lo = c + 1
-        left -= 1
+    by a C-level search however many of them are busy. Counted first, so that no search
+    fails (a failed one raises, which cost more than the count when no core is idle); a list,
+    not a generator, whose resumptions cost more than the list."""
+    found = []
+    c = lo - 1
+    for _ in range(items[lo:hi].count(-1)):
+        c = items.index(-1, c + 1, hi)
+        found.append(c)
+    return found
 
 
 class Work:
