@@ -390,6 +390,40 @@ def test_held_elsewhere_from_the_mirror_with_many_cores(l1_ways, lower_ways):
             assert mirror[:, c].tolist() == want
 
 
+@pytest.mark.parametrize("cores, pool", [(12, (0, 1, 2, 3, 4, 5)), (70, (0, 3, 64, 67, 69))])
+def test_held_elsewhere_through_the_touch_filter(cores, pool):
+    """The filter in front of the mirror (levelwise._held_among) skips cores, never answers:
+    each core of ``pool`` runs its own region's lines and a few of a shared region, so that
+    words hold no other core, a few (compared core by core) or many (the mirror's rows); with
+    70 cores, cores 0 and 64 (3 and 67) share a bit. The counts equal the access-at-a-time
+    kernel's, and every line a core's private caches hold has the core's bit in its word."""
+    from pysched.models.caches.levelwise import FILTER_ABOVE, REGION_SHIFT, _region
+    assert cores > FILTER_ABOVE       # the filter is kept
+    rng = np.random.default_rng(cores)
+    cfg = small_hier("lru", cores=cores, l1_ways=2, lower_ways=4)
+    fast, slow = Hierarchy(cfg), Hierarchy(cfg)
+    assert fast._levelwise
+    slow._levelwise = False
+    for epoch in range(16):
+        core = pool[int(rng.integers(0, len(pool)))]
+        addr, kind = local_stream(rng, 2000, lines=48)
+        own = rng.random(addr.size) < 0.8
+        # the own region of core % 8: regions of different cores may share words (the hash)
+        addr[own] += np.uint64(((core % 8) + 1) << REGION_SHIFT) * np.uint64(LINE)
+        assert fast.run(core, addr, kind).tolist() == slow.run(core, addr, kind).tolist()
+        if epoch == 11:
+            for h in (fast, slow):
+                h.flush(pool[1])
+    held = EVENT_NAMES.index("l3_misses_held_elsewhere")
+    assert fast.stats.events.tolist() == slow.stats.events.tolist()
+    assert fast.stats.events[:, held].sum() > 0
+    for c in range(cores):
+        for p in range(3):
+            for t in fast.tags[fast._slice(p, c)]:
+                if t >= 0:
+                    assert int(fast._touch[_region(int(t))]) >> (c % 64) & 1
+
+
 @pytest.mark.parametrize("change, levelwise", [
     ({}, True), ({"inclusive": True}, False), ({"coherence": True}, False),
     ({"l3": CacheConfig(8 * 4 * LINE, 4, LINE, 18, "random")}, False),

@@ -287,11 +287,11 @@ def _chunk_levelwise(a, core, p0, p1, lo, hi, ty, data_add, extra, tg, g, now, s
     pieces, n = _gather_all(a, p0, p1, lo, hi, ty, data_add, sw_lo, sw_n)
     if n > 0:
         tags, dirty, stamp, rank, clk, off, roff, geo, cores, hshift = a.hier[0]
-        served, events, l2_line, l2_org, l3_line, l3_org, hist, mode, fpr, fo = a.hier[1]
+        served, events, l2_line, l2_org, l3_line, l3_org, hist, mode, fpr, fo, touch = a.hier[1]
         buf_addr, buf_kind, buf_cls, buf_served, _, _ = a.bufs
         _run_levelwise(tags, dirty, stamp, rank, clk, off, roff, geo, cores, hshift, core,
                        buf_addr[:n], buf_kind[:n], buf_cls[:n], buf_served[:n], served, events,
-                       l2_line, l2_org, l3_line, l3_org, hist, mode, fpr, fo)
+                       l2_line, l2_org, l3_line, l3_org, hist, mode, fpr, fo, touch)
     return _settle(a, core, pieces, n, lo, hi, ty, extra, tg, g, now, sw_n)
 
 

@@ -631,11 +631,11 @@ class Engine:
     def move(self, wk: Work, dst: int) -> None:
         self._check_core(dst, "move")
         for c, q in enumerate(self.queues):
-            try:
-                k = q.index(wk)  # a C-level search by identity (Work defines no equality)
-            except ValueError:
+            # a C-level search by identity (Work defines no equality); not list.index, whose
+            # ValueError formats the item's repr at every queue that does not hold it
+            if wk not in q:
                 continue
-            del q[k]
+            del q[q.position(wk)]
             self.queues[dst].append(wk)
             if c != dst:
                 self.s_steals[dst] += 1

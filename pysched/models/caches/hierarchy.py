@@ -8,7 +8,7 @@ from ..stats import CacheStats
 from . import ranks, simd, validate
 from .config import HierarchyConfig
 from .kernels import G_MASK, G_POLICY, G_WAYS, _run_hierarchy
-from .levelwise import BLOCK, _run_levelwise
+from .levelwise import BLOCK, FILTER_ABOVE, TOUCH_BITS, _run_levelwise
 from .packed import Packed
 from .policies import RANDOM, rng_state
 from .policies.lru import INVALID
@@ -102,6 +102,9 @@ class Hierarchy(Packed):
             self._fo = np.zeros(3, dtype=np.int64)
             np.cumsum(fsizes[:-1], out=self._fo[1:])
             self._fpr = np.zeros(sum(fsizes) + simd.PRINT_LANES, dtype=np.uint16)
+            # the cores that asked the L3 for a line of each region (levelwise._held_among),
+            # kept above FILTER_ABOVE cores only
+            self._touch = np.zeros(1 << TOUCH_BITS if cores > FILTER_ABOVE else 1, np.uint64)
         self._pack()
 
     @property
@@ -166,7 +169,7 @@ class Hierarchy(Packed):
                                  self._off, self._roff, self._geo, cfg.cores,
                                  cfg.l1i.line_shift),
                                 (flat, self._events, *self._scratch, self._l1_mode,
-                                 self._fpr, self._fo))
+                                 self._fpr, self._fo, self._touch))
 
     def reset_stats(self) -> None:
         """Zero the counters, keeping the cache contents."""
@@ -186,6 +189,7 @@ class Hierarchy(Packed):
                 self._reset_l1(c)
             if self._levelwise:
                 self._fpr[:] = 0
+                self._touch[:] = 0
             return
         if not 0 <= core < self.cores:
             raise ValueError(f"core must be in 0..{self.cores - 1}, got {core!r}")

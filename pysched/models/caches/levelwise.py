@@ -26,7 +26,9 @@ statistic of :func:`~.kernels._held_elsewhere`). Here that comes from a mirror o
 caches' fingerprints, each set's ways of every core side by side, which the L1 and L2 fills
 keep (:func:`_held_mirror`): a contiguous compare instead of a set lookup in each other core's
 three caches, whose cost grew with the cores (90 % of the replay of a pointer chase at 32
-cores, measured by leaving the check out).
+cores, measured by leaving the check out). In front of the mirror, above 8 cores, a filter of
+the cores that asked the L3 for a line of each 1 MiB region (:func:`_held_among`) answers most
+checks with one word: a copy's own data is seldom in another core's caches.
 
 ``tests/test_models_caches.py`` compares both kernels, stamps against ranks, and the slow
 twin.
@@ -58,6 +60,17 @@ BRANCHLESS_ABOVE = 0.05
 #: Accesses per block: the events of one block wait in scratch arrays of 2 (L2) and 4 (L3)
 #: times this many lines before the next level takes them.
 BLOCK = 4096
+
+#: The regions of :func:`_region`: 2**REGION_SHIFT lines (1 MiB of 64-byte lines), hashed into
+#: 2**TOUCH_BITS words (512 KiB) of the cores that asked the last level for a line of them.
+REGION_SHIFT = 14
+TOUCH_BITS = 16
+#: At most this many cores in a region's word: their ways are compared one core at a time;
+#: more, the whole mirror row (:func:`_held_mirror`).
+FEW_CORES = 4
+#: The filter is kept above this many cores only: below, a mirror row is a vector or two per
+#: level, cheaper than the filter's word at every L3 demand.
+FILTER_ABOVE = 8
 
 _M2, _M4, _M8, _M16 = simd.MATCH
 _F2, _F4, _F8, _F16 = simd.FIND
@@ -119,6 +132,64 @@ def _held_mirror(fpr: np.ndarray, fo: np.ndarray, tags: np.ndarray, off: np.ndar
                     if fpr[row + o * ways + w] == f and \
                             tags[off[p * cores + o] + s * ways + w] == line:
                         return True
+    return False
+
+
+@numba.njit(cache=True, inline="always")
+def _region(line: int) -> np.uint64:
+    """The word of the touch filter (:func:`_held_among`) for ``line``'s region: a
+    multiplicative hash of its number, so that copies whose frames lie a power of two apart
+    do not share words."""
+    u = np.uint64
+    return (u(line) >> u(REGION_SHIFT)) * u(0x9E3779B97F4A7C15) >> u(64 - TOUCH_BITS)
+
+
+@numba.njit(cache=True, inline="always")
+def _held_by(fpr: np.ndarray, fo: np.ndarray, tags: np.ndarray, off: np.ndarray,
+             geo: np.ndarray, cores: int, o: int, line: int, f: np.uint16) -> bool:
+    """Whether core ``o`` holds ``line`` (fingerprint ``f``) in its L1i, L1d or L2: its ways
+    in the mirror (:func:`_held_mirror`), confirmed on the tags."""
+    for p in range(3):
+        ways = geo[p, G_WAYS]
+        s = line & geo[p, G_MASK]
+        row = fo[p] + (s * cores + o) * ways
+        t = off[p * cores + o] + s * ways
+        for w in range(ways):
+            if fpr[row + w] == f and tags[t + w] == line:
+                return True
+    return False
+
+
+@numba.njit(cache=True, inline="always")
+def _held_among(fpr: np.ndarray, fo: np.ndarray, tags: np.ndarray, off: np.ndarray,
+                geo: np.ndarray, cores: int, c: int, line: int, others: np.uint64) -> bool:
+    """:func:`_held_mirror` given the touch filter's word for ``line``'s region without core
+    ``c``'s bit (``others``).
+
+    A line enters a core's private caches only through a demand of the last level (an L2 miss:
+    an L1 fill is an L2 demand, and an L2 hit or write-back allocation holds a line that came
+    in the same way before), so every core that holds ``line`` has its bit, ``1 << (core %
+    64)``, in the word of its region (:func:`_region`), which :func:`_lower` sets at every last
+    level demand (above :data:`FILTER_ABOVE` cores; below, ``others`` is every bit but the
+    core's, which sends each check to the rows) and nothing clears but a flush of every cache.
+    No bit: no other core holds the line (the common answer, one word read instead of three
+    mirror rows); a few bits: only those cores' ways are compared; more (shared lines, or
+    regions that share a word), the rows. The answer is exact either way; the filter only
+    skips work."""
+    if others == np.uint64(0):
+        return False
+    x = others
+    for _ in range(FEW_CORES):
+        x &= x - np.uint64(1)
+    if x != np.uint64(0):
+        return _held_mirror(fpr, fo, tags, off, geo, cores, c, line)
+    f = _print(line)
+    while others != np.uint64(0):
+        b = trailing_zeros(others)
+        others &= others - np.uint64(1)
+        for o in range(b, cores, 64):       # the cores that share bit b
+            if o != c and _held_by(fpr, fo, tags, off, geo, cores, o, line, f):
+                return True
     return False
 
 
@@ -331,7 +402,7 @@ def _lower(find, oldest, ordered, args):
     """
     (tags, dirty, stamp, now, base0, mask, ways, lru, level, last, n_in, in_line, in_org,
      out_line, out_org, kind, cls, served_out, served, row, each, off, geo, cores, core, fpr,
-     fo) = args
+     fo, touch) = args
     e = 0
     held = 0
     writebacks = 0
@@ -339,6 +410,12 @@ def _lower(find, oldest, ordered, args):
     demands = 0
     hits = 0
     first = level == 1
+    u = np.uint64
+    own = u(1) << u(core & 63)
+    # core c's bit in a word says nothing of the others that share it (more than 64 cores)
+    mine = own if cores <= 64 else u(0)
+    filtered = last and cores > FILTER_ABOVE
+    seen = ~u(0)
     for j in range(n_in):
         if last and j + AHEAD < n_in:       # (last is a constant at each call)
             ahead = base0 + (in_line[j + AHEAD] & mask) * ways
@@ -350,6 +427,12 @@ def _lower(find, oldest, ordered, args):
         line = in_line[j]
         n = in_org[j]
         demands += n >= 0
+        if filtered and n >= 0:
+            # the touch filter (_held_among): this core asked for a line of this region
+            t = _region(line)
+            seen = touch[t]
+            if seen & own == u(0):
+                touch[t] = seen | own
         if each and first and n >= 0:
             # an L1 miss: counted as an L1 hit so far (_count_pairs)
             _count(served, row, cls, kind, n, 0, -1)
@@ -370,7 +453,7 @@ def _lower(find, oldest, ordered, args):
         if n >= 0:
             if last:
                 served_out[n] = level + 1
-                if _held_mirror(fpr, fo, tags, off, geo, cores, core, line):
+                if _held_among(fpr, fo, tags, off, geo, cores, core, line, seen & ~mine):
                     held += 1
                 if each:
                     _count(served, row, cls, kind, n, level + 1, 1)
@@ -412,13 +495,13 @@ def _oldest1(stamp: np.ndarray, base: int, ways: int) -> int:
 @numba.njit(cache=True, inline="always")
 def _lower_lanes(tags, dirty, stamp, now, base0, mask, ways, lru, level, last, n_in, in_line,
                  in_org, out_line, out_org, kind, cls, served_out, served, row, each, off, geo,
-                 cores, core, fpr, fo):
+                 cores, core, fpr, fo, touch):
     """:func:`_lower` with the set operations of the smallest vector that holds ``ways`` (any
     ways above 16)."""
     # the arguments as one tuple: numba inlines no call with *args
     args = (tags, dirty, stamp, now, base0, mask, ways, lru, level, last, n_in, in_line, in_org,
             out_line, out_org, kind, cls, served_out, served, row, each, off, geo, cores, core,
-            fpr, fo)
+            fpr, fo, touch)
     if ways == 1:
         return _lower(_find1, _oldest1, False, args)
     if ways <= 2:
@@ -440,7 +523,7 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank:
                    served: np.ndarray, events: np.ndarray, l2_line: np.ndarray,
                    l2_org: np.ndarray, l3_line: np.ndarray, l3_org: np.ndarray,
                    hist: np.ndarray, mode: np.ndarray, fpr: np.ndarray,
-                   fo: np.ndarray) -> None:
+                   fo: np.ndarray, touch: np.ndarray) -> None:
     """:func:`~.kernels._run_hierarchy` for a non-inclusive, non-coherent hierarchy of LRU and
     FIFO levels with L1s of at most 16 ways, a block of accesses one level at a time.
 
@@ -451,7 +534,8 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank:
     ``hist`` is ``4 * classes * NKINDS`` zeros. ``mode[0]`` carries, from one run to the next,
     whether direct-mapped L1s take the next block branch-free. ``fpr`` is the mirror of the
     private caches' fingerprints, level ``p`` from ``fo[p]`` (:func:`_held_mirror`), which
-    the L1 and L2 fills keep.
+    the L1 and L2 fills keep; ``touch`` the ``2**TOUCH_BITS`` words of the filter in front of
+    it (:func:`_held_among`), which the L3's demands keep.
     """
     c = core
     u = np.uint64
@@ -501,7 +585,8 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank:
         now, n3, w, m, d, h, _ = _lower_lanes(tags, dirty, stamp, now, b2, geo[2, G_MASK],
                                               geo[2, G_WAYS], lru_2, 1, False, n2, l2_line,
                                               l2_org, l3_line, l3_org, kind, cls, served_out,
-                                              served, row, each, off, geo, cores, c, fpr, fo)
+                                              served, row, each, off, geo, cores, c, fpr, fo,
+                                              touch)
         wb2 += w
         miss2 += m
         d2 += d
@@ -509,7 +594,8 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank:
         now, _, w, m, d, h, held = _lower_lanes(tags, dirty, stamp, now, b3, geo[3, G_MASK],
                                                 geo[3, G_WAYS], lru_3, 2, True, n3, l3_line,
                                                 l3_org, l3_line, l3_org, kind, cls, served_out,
-                                                served, row, each, off, geo, cores, c, fpr, fo)
+                                                served, row, each, off, geo, cores, c, fpr, fo,
+                                                touch)
         held3 += held
         wb3 += w
         miss3 += m
