@@ -29,8 +29,8 @@ from numba.extending import overload
 
 from pysched.heatmaps.hashing import SHIFTS
 from pysched.models.caches.kernels import _run_hierarchy
-from pysched.models.caches.levelwise import _run_levelwise
-from pysched.models.codes import NLEVELS
+from pysched.models.caches.levelwise import _levelwise, _row
+from pysched.models.codes import IFETCH, NKINDS, NLEVELS, STORE
 
 #: Rows of a stall table (kinds) times its columns (levels).
 _CELLS = 3 * NLEVELS
@@ -150,12 +150,13 @@ def _page_bit(pf: np.uint64, nbits: int) -> int:
 def _gather(s_off, s_line, s_kind, s_priv, lshift, p0, p1, lo, hi, cls_id, data_add, use_priv,
             buf_addr, buf_kind, buf_cls):
     """Accesses of offsets ``[lo, hi)`` of the stream at ``[p0, p1)`` into the buffers:
-    their count."""
+    ``(count, fetches, stores)``."""
     a = p0 + np.searchsorted(s_off[p0:p1], lo)
     b = p0 + np.searchsorted(s_off[p0:p1], hi)
     n = b - a
     add = np.uint64(data_add)
     sh = np.uint64(lshift)
+    fetches = stores = 0
     for j in range(n):
         k = s_kind[a + j]
         ad = np.uint64(s_line[a + j]) << sh
@@ -164,7 +165,9 @@ def _gather(s_off, s_line, s_kind, s_priv, lshift, p0, p1, lo, hi, cls_id, data_
         buf_addr[j] = ad
         buf_kind[j] = k
         buf_cls[j] = cls_id
-    return n
+        fetches += k == IFETCH
+        stores += k == STORE
+    return n, fetches, stores
 
 
 @numba.njit(cache=True, inline="always")
@@ -224,26 +227,54 @@ def _gather_all(a, p0, p1, lo, hi, ty, data_add, sw_lo, sw_n):
     """Into the buffers, in the order the caches see them: the traced switch path's
     instructions ``[sw_lo, sw_lo + sw_n)`` of its cyclic stream (each pass over its end a
     piece, whose end goes to ``cuts``), then the chunk's accesses. Returns the number of
-    pieces and of accesses."""
+    pieces and of accesses, and the switch's and the chunk's accesses of each kind (tuples
+    indexed by kind)."""
     buf_addr, buf_kind, buf_cls, _, _, cuts = a.bufs
     w_off, w_line, w_kind, w_priv, w_shift, w_total = a.streams[1]
     _, use_priv, sched_class = a.state[1]
     m, pieces = 0, 0
+    sw_f = sw_s = 0
     start, left = sw_lo, sw_n
     while left > 0:
         take = min(left, w_total - start)
-        k = _gather(w_off, w_line, w_kind, w_priv, w_shift, 0, len(w_off), start,
-                    start + take, sched_class, 0, False, buf_addr[m:], buf_kind[m:],
-                    buf_cls[m:])
+        k, f, s = _gather(w_off, w_line, w_kind, w_priv, w_shift, 0, len(w_off), start,
+                          start + take, sched_class, 0, False, buf_addr[m:], buf_kind[m:],
+                          buf_cls[m:])
         m += k
+        sw_f += f
+        sw_s += s
         cuts[pieces] = m
         pieces += 1
         left -= take
         start = 0
     s_off, s_line, s_kind, s_priv, s_shift = a.streams[0]
-    k = _gather(s_off, s_line, s_kind, s_priv, s_shift, p0, p1, lo, hi, ty, data_add,
-                use_priv, buf_addr[m:], buf_kind[m:], buf_cls[m:])
-    return pieces, m + k
+    k, f, s = _gather(s_off, s_line, s_kind, s_priv, s_shift, p0, p1, lo, hi, ty, data_add,
+                      use_priv, buf_addr[m:], buf_kind[m:], buf_cls[m:])
+    return pieces, m + k, (sw_f, m - sw_f - sw_s, sw_s), (f, k - f - s, s)
+
+
+@numba.njit(cache=True, inline="always")
+def _count_l1(served, row, sw_cls, sw, cls, ch):
+    """Every access of the buffers counted in ``served`` as an L1 hit of its class and kind
+    (what :func:`~pysched.models.caches.kernels._count_pairs` does access by access), from
+    the switch's (class ``sw_cls``) and the chunk's (class ``cls``) accesses of each kind, as
+    :func:`_gather_all` returns them. Returns ``(whether every access is a fetch, whether
+    every access has the same class and kind)``."""
+    u = np.uint64
+    keys = 0
+    data = 0
+    for kd in range(NKINDS):
+        x, y = sw[kd], ch[kd]
+        if x:
+            served[((row + u(sw_cls)) * u(NKINDS) + u(kd)) * u(NLEVELS)] += x
+            keys += 1
+        if y:
+            served[((row + u(cls)) * u(NKINDS) + u(kd)) * u(NLEVELS)] += y
+            if not (x and sw_cls == cls):
+                keys += 1
+        if kd != IFETCH:
+            data += x + y
+    return data == 0, keys == 1
 
 
 @numba.njit(cache=True, inline="always")
@@ -283,22 +314,25 @@ def _settle(a, core, pieces, n, lo, hi, ty, extra, tg, g, now, sw_n):
 def _chunk_levelwise(a, core, p0, p1, lo, hi, ty, data_add, extra, tg, g, now, sw_lo, sw_n):
     """One chunk of item stream ``[p0, p1)``, instructions ``[lo, hi)``, after ``sw_n``
     instructions of the switch path (none: 0), through a level-at-a-time hierarchy
-    (:func:`_run_levelwise`): ``(duration, switch cycles)``."""
-    pieces, n = _gather_all(a, p0, p1, lo, hi, ty, data_add, sw_lo, sw_n)
+    (:func:`~pysched.models.caches.levelwise._levelwise`): ``(duration, switch cycles)``."""
+    pieces, n, sw, ch = _gather_all(a, p0, p1, lo, hi, ty, data_add, sw_lo, sw_n)
     if n > 0:
         tags, dirty, stamp, rank, clk, off, roff, geo, cores, hshift = a.hier[0]
-        served, events, l2_line, l2_org, l3_line, l3_org, hist, mode, fpr, fo, touch = a.hier[1]
+        served, events, l2_line, l2_org, l3_line, l3_org, _, mode, fpr, fo, touch = a.hier[1]
         buf_addr, buf_kind, buf_cls, buf_served, _, _ = a.bufs
-        _run_levelwise(tags, dirty, stamp, rank, clk, off, roff, geo, cores, hshift, core,
-                       buf_addr[:n], buf_kind[:n], buf_cls[:n], buf_served[:n], served, events,
-                       l2_line, l2_org, l3_line, l3_org, hist, mode, fpr, fo, touch)
+        # the counting _run_levelwise would do, from what the gather counted
+        fetch_only, one_key = _count_l1(served, _row(served, cores, core), a.state[1][2], sw,
+                                        ty, ch)
+        _levelwise(tags, dirty, stamp, rank, clk, off, roff, geo, cores, hshift, core,
+                   buf_addr[:n], buf_kind[:n], buf_cls[:n], buf_served[:n], served, events,
+                   l2_line, l2_org, l3_line, l3_org, mode, fpr, fo, touch, fetch_only, one_key)
     return _settle(a, core, pieces, n, lo, hi, ty, extra, tg, g, now, sw_n)
 
 
 @numba.njit(cache=True)
 def _chunk_hierarchy(a, core, p0, p1, lo, hi, ty, data_add, extra, tg, g, now, sw_lo, sw_n):
     """:func:`_chunk_levelwise` through the general hierarchy kernel (:func:`_run_hierarchy`)."""
-    pieces, n = _gather_all(a, p0, p1, lo, hi, ty, data_add, sw_lo, sw_n)
+    pieces, n, _, _ = _gather_all(a, p0, p1, lo, hi, ty, data_add, sw_lo, sw_n)
     if n > 0:
         tags, dirty, stamp, clk, off, geo, cores, inclusive, coherence, rng, hshift = a.hier[0]
         served, events = a.hier[1]

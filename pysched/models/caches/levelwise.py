@@ -518,6 +518,12 @@ def _lower_lanes(tags, dirty, stamp, now, base0, mask, ways, lru, level, last, n
     return _lower(simd.find, simd.oldest, True, args)
 
 
+@numba.njit(cache=True, inline="always")
+def _row(served: np.ndarray, cores: int, core: int) -> np.uint64:
+    """Core ``core``'s first class in ``served`` (flat, see :func:`_run_levelwise`)."""
+    return np.uint64(core) * np.uint64(served.shape[0] // (cores * NKINDS * NLEVELS))
+
+
 @numba.njit(cache=True, nogil=True, _nrt=False)
 def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank: np.ndarray,
                    clk: np.ndarray, off: np.ndarray, roff: np.ndarray, geo: np.ndarray,
@@ -539,10 +545,32 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank:
     private caches' fingerprints, level ``p`` from ``fo[p]`` (:func:`_held_mirror`), which
     the L1 and L2 fills keep; ``touch`` the ``2**TOUCH_BITS`` words of the filter in front of
     it (:func:`_held_among`), which the L3's demands keep.
+
+    Every access is first counted as an L1 hit (:func:`~.kernels._count_pairs`), then
+    :func:`_levelwise` runs them.
     """
+    kinds = 0
+    for n in range(kind.shape[0]):
+        kinds |= kind[n]
+    one_key = _count_pairs(cls, kind, NKINDS, hist, served,
+                           _row(served, cores, core) * np.uint64(NKINDS * NLEVELS), NLEVELS)
+    _levelwise(tags, dirty, stamp, rank, clk, off, roff, geo, cores, shift, core, addr, kind,
+               cls, served_out, served, events, l2_line, l2_org, l3_line, l3_org, mode, fpr, fo,
+               touch, kinds == IFETCH, one_key)
+
+
+@numba.njit(cache=True, nogil=True, _nrt=False)
+def _levelwise(tags, dirty, stamp, rank, clk, off, roff, geo, cores, shift, core, addr, kind, cls,
+               served_out, served, events, l2_line, l2_org, l3_line, l3_org, mode, fpr, fo, touch,
+               fetch_only, one_key):
+    """:func:`_run_levelwise` after its counting: every access is already counted in
+    ``served`` as an L1 hit of its class and kind, ``fetch_only`` says whether every access is
+    a fetch, ``one_key`` whether every access has the same class and kind. A caller that
+    knows these from building the accesses (the sandbox's chunk kernel) enters here and saves
+    two passes over them."""
     c = core
     u = np.uint64
-    row = u(c) * u(served.shape[0] // (cores * NKINDS * NLEVELS))
+    row = _row(served, cores, c)
     oi, od = u(off[c]), u(off[cores + c])
     ri, rd = u(roff[c]), u(roff[cores + c])
     mi, md = u(geo[0, G_MASK]), u(geo[1, G_MASK])
@@ -557,13 +585,8 @@ def _run_levelwise(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, rank:
     fsi, fsd = u(cores * wi), u(cores * wd)
     block = l2_line.shape[0] // 2
     lanes = max(wi, wd)
-    kinds = 0
-    for n in range(kind.shape[0]):
-        kinds |= kind[n]
-    fetch_only = kinds == IFETCH
-    # every access counted as an L1 hit; a miss moves its count to the level that serves it,
-    # at once at the end when every access has the same class and kind
-    one_key = _count_pairs(cls, kind, NKINDS, hist, served, row * u(NKINDS * NLEVELS), NLEVELS)
+    # a miss moves its access's count to the level that serves it, at once at the end when
+    # every access has the same class and kind
     each = not one_key
     now = clk[0]
     wb1 = wb2 = wb3 = miss2 = miss3 = held3 = 0
