@@ -17,7 +17,10 @@ stored entry in the next; ``prepare_warm_s`` a read (warm).
 
 Rates are simulated instructions per second of wall time (``insn_per_s``) and of the
 process's CPU time (``insn_per_cpu_s``): the host is shared, and CPU time is what the replay
-cost whatever else ran; the load average is recorded.
+cost whatever else ran; the load average is recorded. They count the workload's instructions
+(``sim_insns``); ``switch_insns`` are the traced switch path's, which the kernel also runs
+through the caches at each context switch and which a policy that switches often replays many
+of.
 
 Scaling (``--scaling``): one trace under ``linux`` at 8, 32 and 64 cores at 2X and at 32 cores
 at 8X: cost per simulated instruction and peak RSS.
@@ -86,6 +89,7 @@ for p in policies:
         key = "" if e == "compiled" else "plain_"
         row.update({key + "simulate_s": wall, key + "cpu_s": cpu, "sim_insns": insns,
                     key + "insn_per_s": insns / wall, key + "insn_per_cpu_s": insns / cpu})
+    row["switch_insns"] = int(runs["compiled"].total.switch_insns.sum())
     if "plain" in runs:
         a, b = runs["compiled"], runs["plain"]
         row["speedup_wall"] = row["plain_simulate_s"] / row["simulate_s"]
