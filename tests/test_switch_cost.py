@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import tracefactory as tf
 from sandbox_factory import FIRST, START, tiny
@@ -158,3 +159,23 @@ def test_evaluate_runs_carry_the_traced_switch_cost():
         evaluate([t], ["linux"], cores=[2], loads=[1], switch_cost="free")
     with pytest.raises(ValueError, match="give the switch cost as switch_cost"):
         evaluate([t], ["linux"], cores=[2], loads=[1], config={"switch_cycles": 5})
+
+
+def test_one_traces_switch_stream_is_gathered_once():
+    """Replays of one trace share its switch path's stream; another footprint or another set
+    of vCPUs gathers its own, with the accesses of the path's runs on those vCPUs only."""
+    from pysched.sandbox.engine import _switch_stream
+    w, fp = tiny([[(0, 40, 0, FIRST)], [(1, 40, 1, FIRST)]], vcpus=(0, 1))
+    _, fp2 = tiny([[(0, 40, 0, FIRST)], [(1, 40, 1, FIRST)]], vcpus=(0, 1))
+    path = TracedSwitch(switches=4, switch_path=20,
+                        runs=np.array([(0, 0, 10), (1, 5, 15)], dtype=np.int64))
+    both = _switch_stream(path, fp, (0, 1))
+    assert _switch_stream(path, fp, (0, 1)) is both
+    assert both[1] == 20
+    again = _switch_stream(path, fp2, (0, 1))
+    assert again is not both and again[1] == 20
+    np.testing.assert_array_equal(again[0].line, both[0].line)
+    one = _switch_stream(path, fp, (1,))
+    assert one[1] == 10 and len(one[0].line) < len(both[0].line)
+    with pytest.raises(ValueError, match="no replayed vCPU"):
+        _switch_stream(path, fp, (2,))

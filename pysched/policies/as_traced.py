@@ -29,19 +29,22 @@ class AsTraced(Policy):
         first = w.run_ptr[:-1]
         start = w.run_start[first]   # every item has at least one run
         vcpu = w.run_vcpu[first]
-        self._order: list[list[int]] = [[] for _ in range(sim.ncores)]
         n, k = len(w), sim.copies
         # every (copy, item) in the order of (trace start, copy, id): ids are unique
         copies = np.repeat(np.arange(k), n)
         ids = np.arange(k * n)
         by = np.lexsort((ids, copies, np.tile(start, k)))
-        vcpus = np.tile(vcpu, k)[by].tolist()
-        home = {}
-        for copy, g, v in zip(copies[by].tolist(), ids[by].tolist(), vcpus):
-            core = home.get((copy, v))
-            if core is None:
-                core = home[copy, v] = sim.home_of(copy, v)
-            self._order[core].append(g)
+        # each item's core from a table of every (copy, vCPU)'s, then the ids grouped by core
+        # in that order (a stable sort)
+        known = np.unique(vcpu)
+        home = np.array([[sim.home_of(copy, v) for v in known.tolist()] for copy in range(k)],
+                        dtype=np.int64).reshape(k, len(known))
+        core = home[copies[by], np.searchsorted(known, np.tile(vcpu, k)[by])]
+        at = np.argsort(core, kind="stable")
+        ends = np.searchsorted(core[at], np.arange(sim.ncores + 1))
+        grouped = ids[by][at]
+        self._order: list[list[int]] = [grouped[ends[c]:ends[c + 1]].tolist()
+                                         for c in range(sim.ncores)]
         self._next = [0] * sim.ncores
         # every placement hook is an enqueue: the items queued, by id, without rescans
         self._queued: dict[int, object] = {}

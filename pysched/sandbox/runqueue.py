@@ -31,10 +31,12 @@ class RunQueue(list):
 
     Each item queued gets an order key (``Work.qkey``): one more than the last at the tail,
     one less than the first at the head. The engine only appends and inserts at the head, so
-    the keys grow along the queue and an item's place is a bisection, checked by identity
-    (a scan when the check fails or the queue was ever inserted into elsewhere)."""
+    the keys grow along the queue and an item's place is a bisection of :attr:`_keys` (the
+    keys in queue order, a list of ints: no item is read), checked by identity (a scan when
+    the check fails or the queue was ever inserted into elsewhere)."""
 
-    __slots__ = ("irq_items", "bh_items", "type_count", "version", "_head", "_tail", "_ordered")
+    __slots__ = ("irq_items", "bh_items", "type_count", "version", "_head", "_tail", "_ordered",
+                 "_keys")
 
     def __init__(self, items=()) -> None:
         super().__init__()
@@ -45,6 +47,7 @@ class RunQueue(list):
         self._head = 0
         self._tail = 0
         self._ordered = True
+        self._keys: list[int] = []
         for wk in items:
             self.append(wk)
 
@@ -68,6 +71,7 @@ class RunQueue(list):
         wk.qkey = self._tail
         self._tail += 1
         list.append(self, wk)
+        self._keys.append(wk.qkey)
         self._added(wk)
         if wk.is_async:
             self._side(wk).append(wk)
@@ -84,7 +88,9 @@ class RunQueue(list):
             wk.qkey = self._head
         else:
             self._ordered = False
+            wk.qkey = 0  # unordered from now on: keys no longer place items
         super().insert(idx, wk)
+        self._keys.insert(idx, wk.qkey)
         self._added(wk)
 
     def _gone(self, wk) -> None:
@@ -107,18 +113,19 @@ class RunQueue(list):
 
     def pop(self, idx: int = -1):
         wk = list.pop(self, idx)
+        del self._keys[idx]
         self._gone(wk)
         return wk
 
     def remove(self, wk) -> None:
-        super().remove(wk)
-        self._gone(wk)
+        del self[self.index(wk)]
 
     def __delitem__(self, idx: int) -> None:
         if not isinstance(idx, int):
             raise TypeError("a run queue deletes one item at a time")
         wk = self[idx]
         super().__delitem__(idx)
+        del self._keys[idx]
         self._gone(wk)
 
     def first_async(self, bottom_halves: bool = True) -> int | None:
@@ -134,12 +141,7 @@ class RunQueue(list):
     def position(self, wk) -> int:
         """Index of ``wk``, which is queued here: a bisection on the order keys, checked."""
         if self._ordered and len(self) > _SCAN_LEN:
-            # keys grow by one an item, so it is at most its key's distance from the head:
-            # there when nothing before it left
-            i = wk.qkey - self[0].qkey
-            if 0 <= i < len(self) and self[i] is wk:
-                return i
-            i = bisect_left(self, wk.qkey, 0, max(min(i + 1, len(self)), 0), key=_QKEY)
+            i = bisect_left(self._keys, wk.qkey)
             if i < len(self) and self[i] is wk:
                 return i
         return self.index(wk)
