@@ -348,6 +348,9 @@ class Engine:
         self.periodic = 0                                # epoch and tick events in the heap
         self.tick_s = float(policy.tick_s or 0.0)
         self.heap: list = []
+        #: Kicks not yet handled, ``(seq, core)`` in order: events at the current time (see
+        #: :meth:`kick`), kept apart from the heap.
+        self._kicks: list[tuple[int, int]] = []
         self.seq = 0
         self.now = 0.0
         self.done_items = 0
@@ -617,9 +620,25 @@ class Engine:
                              f"{hook} hook; cores are 0..{self.ncores - 1}")
 
     def kick(self, core: int) -> None:
+        """Idle core ``core`` looks for work at the current time, after the events queued
+        before (an event ``(now, seq)``, kept in :attr:`_kicks`; see :meth:`_unkick`)."""
         if not self.core_kicked[core]:
             self.core_kicked[core] = True
-            self.push(self.now, _EV_CORE, core)
+            self.seq += 1
+            self._kicks.append((self.seq, core))
+
+    def _unkick(self, c: int) -> None:
+        """Core ``c``, kicked, started a chunk that lasts beyond the current time before its
+        kick came: the kick would find it busy and do nothing but clear its flag
+        (:meth:`core_event`), so it is dropped now. Nothing reads the flag of a busy core
+        (every kick, poke and idle tick asks for an idle one first), so the run is the same
+        as with the kick handled."""
+        self.core_kicked[c] = False
+        kicks = self._kicks
+        for k in range(len(kicks)):
+            if kicks[k][1] == c:
+                del kicks[k]
+                return
 
     def _operating_point(self, c: int) -> None:
         core = self.cfg.machine.cores[c]
@@ -800,6 +819,8 @@ class Engine:
         self.core_end[c] = end
         self.core_until[c] = self.now + dur
         self.push(self.now + dur, _EV_CORE, c)
+        if self.core_kicked[c] and self.core_until[c] > self.now:
+            self._unkick(c)
         if self.log is not None:
             self.log.append((g, c, self.now, self.now + dur, o, end))
 
@@ -1053,19 +1074,24 @@ class Engine:
         if self.cfg.idle_retry:
             self.push(1.0 / self.cfg.tick_hz, _EV_IDLE_TICK, 1)
             self.periodic += 1
-        heap, core_event = self.heap, self.core_event
+        heap, core_event, kicks = self.heap, self.core_event, self._kicks
         rel_t, rel_g, nrel, ri = self._rel_t, self._rel_g, len(self._rel_t), 0
         while self.done_items < total:
             # only the periodic events left and no core running: nothing can happen
-            left = len(heap) + nrel - ri
+            left = len(heap) + len(kicks) + nrel - ri
             if left <= self.periodic and (not left or (
                     left == self.periodic and not any(x >= 0 for x in self.core_item))):
                 if not self._break_deadlock():
                     raise RuntimeError(f"sandbox stalled with {total - self.done_items} items "
                                        "left and nothing ready")
                 continue
-            # the next event: a release known at setup (pushed first of all: first at a tie)
-            # or the heap's
+            # the next event: a kick (at the current time: first unless a release is due now
+            # or the heap holds an event of now pushed before it), a release known at setup
+            # (pushed first of all: first at a tie) or the heap's
+            if kicks and (not heap or heap[0][0] > self.now or heap[0][1] > kicks[0][0]) \
+                    and not (ri < nrel and rel_t[ri] <= self.now):
+                core_event(kicks.pop(0)[1])
+                continue
             if ri < nrel and (not heap or rel_t[ri] <= heap[0][0]):
                 t, kind, a = rel_t[ri], _EV_RELEASE, rel_g[ri]
                 ri += 1
