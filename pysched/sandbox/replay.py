@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pysched._gcpause import paused_gc
+
 from .compiled import CompiledEngine
 from .config import SandboxConfig
 from .engine import Engine
@@ -74,14 +76,16 @@ def simulate(workload: Workload, footprint: Footprint, policy, config: SandboxCo
     streams : ItemStreams, optional
         The workload's item streams for the compiled engine (built when not given).
     """
-    if engine == "compiled":
-        eng = CompiledEngine(workload, footprint, policy, config, app_event_items,
-                             switch_path, streams)
-    elif engine == "plain":
-        eng = Engine(workload, footprint, policy, config, app_event_items, switch_path)
-    else:
+    if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    epochs = eng.run(on_epoch, progress)
+    # the replay makes no cyclic garbage: the cyclic collector only costs it time (_gcpause)
+    with paused_gc():
+        if engine == "compiled":
+            eng = CompiledEngine(workload, footprint, policy, config, app_event_items,
+                                 switch_path, streams)
+        else:
+            eng = Engine(workload, footprint, policy, config, app_event_items, switch_path)
+        epochs = eng.run(on_epoch, progress)
     total = epochs[0]
     for e in epochs[1:]:
         total = total + e
