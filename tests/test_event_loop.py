@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sandbox_factory import tiny
 from test_compiled_engine import assert_same
 from test_sandbox import machine, workloads
 
@@ -49,3 +50,15 @@ def test_kicks_apart_from_the_heap_change_nothing(wf, policy, cores, copies, max
         assert_same(x, y, f"epoch {k}")
     assert ea.forced == eb.forced
     assert np.array_equal(ea.task_end, eb.task_end, equal_nan=True)
+
+
+def test_an_item_released_at_an_epochs_end_starts_in_the_next_epoch():
+    """Events of one time are handled in the order they were queued: the epoch's end, queued
+    when the run began, comes before the kick of the core an interrupt released at that very
+    time is queued on, so the interrupt's instructions are the next epoch's."""
+    epoch = 3e-3
+    w, fp = tiny([], interrupts=[(0, 40, 4, epoch)], ntypes=5)
+    for cls in (Engine, HeapKicks):
+        eng, epochs = _run(cls, w, fp, "linux",
+                           SandboxConfig(machine(1), switch_cycles=0, epoch_s=epoch))
+        assert [int(e.instructions.sum()) for e in epochs] == [0, 40]
