@@ -175,7 +175,7 @@ def _switch_stream(path, fp: Footprint, vcpus: tuple):
     """The accesses of ``path``'s runs on ``vcpus`` laid end to end as one stream
     (:func:`.item_streams.gather_streams`) and its instructions, kept for the next replay of
     the same trace (every policy of a study replays one trace after the other; gathering
-    takes 10-30 ms on the shipped traces)."""
+    took about 20 ms a replay on netserver-10b)."""
     if _LAST_SWITCH and _LAST_SWITCH[0]() is path and _LAST_SWITCH[1]() is fp \
             and _LAST_SWITCH[2] == vcpus:
         return _LAST_SWITCH[3]
