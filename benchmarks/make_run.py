@@ -17,7 +17,7 @@ Target (issue 33): at most 300 s after set-up. The set-up itself (apt, the guest
 is not timed.
 
 Usage: ``python benchmarks/make_run.py --out benchmarks/results/make-run.json [--modes
-warm,cold]``
+warm,cold]``; the modes ``--out`` holds from earlier runs and not measured now are kept.
 """
 from __future__ import annotations
 
@@ -63,6 +63,25 @@ def run_steps(env: dict, scratch: Path) -> dict[str, float]:
     return times
 
 
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _earlier_modes(out: Path) -> dict:
+    """The modes ``out`` holds from earlier runs ({} when there is no such file); a file that
+    is not such a result is refused, not overwritten."""
+    if not out.exists():
+        return {}
+    try:
+        modes = json.loads(out.read_text())["modes"]
+        if not isinstance(modes, dict):
+            raise TypeError("'modes' is not an object")
+    except (ValueError, KeyError, TypeError) as e:
+        raise SystemExit(f"{out}: not a make-run benchmark result ({e}); move it away or give "
+                         "another --out") from None
+    return modes
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="JSON file to write")
@@ -77,9 +96,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--modes: unknown {', '.join(bad) or '(none)'}; choose from {', '.join(MODES)}")
     if not PYSCHED.exists():
         ap.error(f"{PYSCHED} is missing: run `make setup` first")
-    result = {"target_s": TARGET_S, "modes": {},
+    # the modes measured before and not now are kept: a run of one mode replaces that one
+    result = {"target_s": TARGET_S, "modes": _earlier_modes(args.out),
               "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                          "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+                          "date": _now()},
               "load_before": os.getloadavg()[0]}
     with tempfile.TemporaryDirectory(prefix="pysched-bench-run-") as tmp:
         scratch = Path(tmp)
@@ -100,17 +120,20 @@ def main(argv: list[str] | None = None) -> int:
                 setup_s = time.perf_counter() - t0
             elif mode == "warm" and not args.no_fill:
                 run_steps(env, scratch)  # fill the default caches; not timed
+            load0 = os.getloadavg()[0]
             t = run_steps(env, scratch)
+            t.update(date=_now(), load_before=load0, load_after=os.getloadavg()[0])
             if setup_s is not None:
                 t["setup_prepare"] = setup_s
             t["met"] = t["total"] <= TARGET_S  # the run's steps (set-up's not counted)
             result["modes"][mode] = t
-            print(f"make run, {mode} caches: " + ", ".join(f"{k} {v:.0f} s" for k, v in
-                                                          t.items() if k != "met"), flush=True)
+            print(f"make run, {mode} caches: " + ", ".join(
+                f"{k} {t[k]:.0f} s" for k in ("analyse", "study", "seeds", "total",
+                                             "setup_prepare") if k in t), flush=True)
     result["load_after"] = os.getloadavg()[0]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp_out = args.out.with_suffix(args.out.suffix + ".tmp")
-    tmp_out.write_text(json.dumps(result, indent=2) + "\n")
+    tmp_out.write_text(json.dumps(result, indent=1) + "\n")
     tmp_out.replace(args.out)
     return 0
 
