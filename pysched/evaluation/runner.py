@@ -12,7 +12,6 @@ takes the load as the number of copies itself (:data:`pysched.constants.LOAD_UNI
 from __future__ import annotations
 
 import inspect
-import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -20,6 +19,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from pysched._lastone import LastOne
 from pysched.constants import LOAD_COPIES, LOAD_MACHINE, LOAD_UNITS
 from pysched.models.caches.config import HierarchyConfig
 from pysched.models.cores.config import CoreConfig, big_core
@@ -56,9 +56,8 @@ class PreparedTrace:
     meta: dict = field(default_factory=dict)
 
 
-#: Weak references to the last trace evaluated, its workload and footprint, and its item
-#: streams (:func:`_streams`).
-_LAST_STREAMS: list = []
+#: The item streams of the last trace evaluated (:func:`_streams`).
+_LAST_STREAMS = LastOne()
 
 
 def _streams(t: PreparedTrace):
@@ -67,17 +66,8 @@ def _streams(t: PreparedTrace):
     after the other (``pysched.sweep.run``), and building them takes 0.3-1 s each time on
     the shipped traces. One entry only, dropped before the next is built: they take
     0.4-0.6 GB."""
-    if _LAST_STREAMS and all(r() is x for r, x in zip(_LAST_STREAMS[:3],
-                                                      (t, t.workload, t.footprint))):
-        return _LAST_STREAMS[3]
-    _LAST_STREAMS.clear()
-    s = item_streams(t.workload, t.footprint)
-    try:
-        _LAST_STREAMS.extend([weakref.ref(t), weakref.ref(t.workload),
-                              weakref.ref(t.footprint), s])
-    except TypeError:  # an object without weak references: not kept
-        _LAST_STREAMS.clear()
-    return s
+    return _LAST_STREAMS.get((t, t.workload, t.footprint), None,
+                             lambda: item_streams(t.workload, t.footprint))
 
 
 def prepare(path: str | Path, line: int = 64, progress: Callable[[str], None] | None = None,

@@ -101,7 +101,7 @@ class CompiledEngine(Engine):
         self.core_end[c] = end
         self.seq += 1
         _heappush(self.heap, (self.now + dur, self.seq, _EV_CORE, c))  # Engine.push, inlined
-        if self.core_kicked[c] and self._until[c] > self.now:
+        if self.core_kicked[c]:
             self._unkick(c)
         if self.log is not None:
             self.log.append((g, c, self.now, self.now + dur, o, end))

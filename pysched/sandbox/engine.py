@@ -126,11 +126,11 @@ from __future__ import annotations
 
 from heapq import heappop as _heappop, heappush as _heappush
 import math
-import weakref
 from functools import cached_property
 
 import numpy as np
 
+from pysched._lastone import LastOne
 from pysched.heatmaps.hashing import bloom_bit
 from pysched.models.caches.hierarchy import Hierarchy
 from pysched.models.codes import NLEVELS
@@ -166,9 +166,8 @@ def _ints(xs: list) -> np.ndarray:
     return np.array(xs, dtype=np.int64)
 
 
-#: Weak references to the last switch path and footprint gathered, the vCPUs, and the stream
-#: (:func:`_switch_stream`).
-_LAST_SWITCH: list = []
+#: The last switch path's stream (:func:`_switch_stream`).
+_LAST_SWITCH = LastOne()
 
 
 def _switch_stream(path, fp: Footprint, vcpus: tuple):
@@ -176,23 +175,18 @@ def _switch_stream(path, fp: Footprint, vcpus: tuple):
     (:func:`.item_streams.gather_streams`) and its instructions, kept for the next replay of
     the same trace (every policy of a study replays one trace after the other; gathering
     took about 20 ms a replay on netserver-10b)."""
-    if _LAST_SWITCH and _LAST_SWITCH[0]() is path and _LAST_SWITCH[1]() is fp \
-            and _LAST_SWITCH[2] == vcpus:
-        return _LAST_SWITCH[3]
-    _LAST_SWITCH.clear()
+    return _LAST_SWITCH.get((path, fp), vcpus, lambda: _gather_switch(path, fp, vcpus))
+
+
+def _gather_switch(path, fp: Footprint, vcpus: tuple):
     runs = np.asarray(path.runs, dtype=np.int64)
     runs = runs[np.isin(runs[:, 0], list(vcpus)) & (runs[:, 2] > runs[:, 1])]
     if not len(runs):
         raise ValueError("the trace's switch path lies on no replayed vCPU")
     lens = runs[:, 2] - runs[:, 1]
     before = np.concatenate(([0], np.cumsum(lens)[:-1]))
-    got = (gather_streams(fp, np.zeros(len(runs), dtype=np.int64), 1, runs[:, 0], runs[:, 1],
-                          runs[:, 2], before), int(lens.sum()))
-    try:
-        _LAST_SWITCH.extend([weakref.ref(path), weakref.ref(fp), vcpus, got])
-    except TypeError:  # an object without weak references: not kept
-        _LAST_SWITCH.clear()
-    return got
+    return (gather_streams(fp, np.zeros(len(runs), dtype=np.int64), 1, runs[:, 0], runs[:, 1],
+                           runs[:, 2], before), int(lens.sum()))
 
 
 class Engine:
@@ -628,11 +622,14 @@ class Engine:
             self._kicks.append((self.seq, core))
 
     def _unkick(self, c: int) -> None:
-        """Core ``c``, kicked, started a chunk that lasts beyond the current time before its
-        kick came: the kick would find it busy and do nothing but clear its flag
-        (:meth:`core_event`), so it is dropped now. Nothing reads the flag of a busy core
-        (every kick, poke and idle tick asks for an idle one first), so the run is the same
-        as with the kick handled."""
+        """Core ``c``, kicked, has just started a chunk before its kick came. When the chunk
+        lasts beyond the current time, the kick would find the core busy and do nothing but
+        clear its flag (:meth:`core_event`), so it is dropped now. Nothing reads the flag of a
+        busy core (every kick, poke and idle tick asks for an idle one first), so the run is
+        the same as with the kick handled. A chunk of no time keeps its kick, which then
+        handles the chunk's end."""
+        if self._until[c] <= self.now:
+            return
         self.core_kicked[c] = False
         kicks = self._kicks
         for k in range(len(kicks)):
@@ -819,7 +816,7 @@ class Engine:
         self.core_end[c] = end
         self.core_until[c] = self.now + dur
         self.push(self.now + dur, _EV_CORE, c)
-        if self.core_kicked[c] and self.core_until[c] > self.now:
+        if self.core_kicked[c]:
             self._unkick(c)
         if self.log is not None:
             self.log.append((g, c, self.now, self.now + dur, o, end))
