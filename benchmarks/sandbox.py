@@ -23,7 +23,11 @@ through the caches at each context switch and which a policy that switches often
 of.
 
 Scaling (``--scaling``): one trace under ``linux`` at 8, 32 and 64 cores at 2X and at 32 cores
-at 8X: cost per simulated instruction and peak RSS.
+at 8X: cost per simulated instruction and peak RSS, and the cache model's work per instruction
+(accesses, misses of each level per thousand) beside the CPU time per access, so that a cost
+that grows is told apart from more work. Every row records the model's work
+(``cache_accesses``, ``l1_misses``, ``l2_misses``, ``l3_misses``: accesses served below
+that level).
 
 Sweep throughput (``--sweep-only``): points per minute of a small sweep (``SWEEP_GRID`` on
 ``data/dss-mem``) serially, on a local Dask cluster of one worker and of two; merged into an
@@ -90,6 +94,10 @@ for p in policies:
         row.update({key + "simulate_s": wall, key + "cpu_s": cpu, "sim_insns": insns,
                     key + "insn_per_s": insns / wall, key + "insn_per_cpu_s": insns / cpu})
     row["switch_insns"] = int(runs["compiled"].total.switch_insns.sum())
+    # the cache model's work: accesses, and those that missed each level (served below it)
+    lv = runs["compiled"].total.cache.served.sum(axis=(0, 1, 2))
+    row["cache_accesses"] = int(lv.sum())
+    row.update({f"l{k + 1}_misses": int(lv[k + 1:].sum()) for k in range(3)})
     if "plain" in runs:
         a, b = runs["compiled"], runs["plain"]
         row["speedup_wall"] = row["plain_simulate_s"] / row["simulate_s"]
@@ -155,9 +163,21 @@ def scaling(trace: Path, cache: Path) -> list[dict]:
     rows = []
     for cores, load in ((8, 2), (32, 2), (64, 2), (32, 8)):
         for r in run_child(trace, ["linux"], cores, load, 3, False, cache):
-            r["cpu_ns_per_insn"] = 1e9 * r["cpu_s"] / max(r["sim_insns"], 1)
-            rows.append(r)
+            rows.append({**r, **cost_and_work(r)})
     return rows
+
+
+def cost_and_work(row: dict) -> dict:
+    """A row's CPU ns per simulated instruction, and the cache model's work per instruction
+    (accesses; misses of each level per thousand, the switch path's instructions counted
+    with the workload's, since the model runs both) beside its CPU ns per access: a cost that
+    grows is then told apart from more work."""
+    insns = max(row["sim_insns"] + row["switch_insns"], 1)
+    out = {"cpu_ns_per_insn": 1e9 * row["cpu_s"] / max(row["sim_insns"], 1),
+           "accesses_per_insn": row["cache_accesses"] / insns,
+           "cpu_ns_per_access": 1e9 * row["cpu_s"] / max(row["cache_accesses"], 1)}
+    out.update({f"l{k}_misses_per_kinsn": 1e3 * row[f"l{k}_misses"] / insns for k in (1, 2, 3)})
+    return out
 
 
 #: The benchmark sweep: 6 points of about 6 s each on an idle host (4 cores with 4 copies of
