@@ -3,6 +3,7 @@
 #include "parquet_writer.h"
 
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,6 +87,11 @@ extern "C" int pq_write_part(const char *path, const pq_column *cols, size_t nco
             ->compression_level(zstd_level)
             ->max_row_group_length(static_cast<int64_t>(nrows ? nrows : 1))
             ->data_pagesize(1 << 20)
+            /* Pages end at 1 MiB, not at Arrow's default of 20,000 rows: zstd compresses each
+             * page apart, and short pages cut its context (the successor-encoded exec streams
+             * of the shipped traces come out 24-38 % smaller at level 1). Readers take whole
+             * parts, so nothing gains from finer pages. */
+            ->max_rows_per_page(std::numeric_limits<int64_t>::max())
             ->enable_page_checksum(); /* CRC32 per page: the reader detects corruption */
         for (size_t i = 0; i < ncols; i++) {
             if (cols[i].encoding != PQ_DICT) {

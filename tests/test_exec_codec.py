@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import tracefactory as tf
 from twins.exec_codec import slow_decode, slow_encode
+from pysched.capture import compact
 from pysched.capture.compact import compact_trace
 from pysched.trace.checker import check_trace
 from pysched.trace.errors import TraceError
@@ -105,6 +106,20 @@ def test_compact_encodes_plain_parts(tmp_path: Path) -> None:
     assert [t.table("exec", v).column("block").to_pylist() for v in (0, 1)] == \
         [f.exec[0], f.exec[1]]
     assert check_trace(t).ok
+
+
+def test_compacted_pages_end_at_their_size_not_at_20000_rows(tmp_path: Path) -> None:
+    # rows that repeat 30,000 rows later: zstd finds the repeat only inside one page
+    half = np.random.default_rng(1).integers(0, 1 << 20, 30_000, dtype=np.uint32)
+    t = pa.table({"block": np.concatenate([half, half]), "run": np.concatenate([half, half])})
+    split = {c: "BYTE_STREAM_SPLIT" for c in t.column_names}
+    path = tmp_path / "v000-000000.parquet"
+    size = compact._replace_part(path, t, 3, split)
+    assert pq.read_table(path).equals(t)
+    capped = tmp_path / "capped.parquet"
+    pq.write_table(t, capped, compression="zstd", compression_level=3, use_dictionary=False,
+                   column_encoding=split, write_statistics=False, max_rows_per_page=20_000)
+    assert size < 0.7 * capped.stat().st_size
 
 
 def _rewrite(path: Path, block, run, rows: str) -> None:
