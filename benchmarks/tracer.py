@@ -153,6 +153,16 @@ def run_context(workload: str, append: str, kernel_version: str,
     }
 
 
+def plain_argv(args: argparse.Namespace, guest, tmp: Path) -> tuple[list[str], str, list[str]]:
+    """QEMU's command line for the benchmark's workload without a plugin (its initrd in
+    ``tmp``), with the kernel command line and the clock options in it."""
+    initrd = write_run_initrd(guest.initramfs, args.workload, tmp / "run.img")
+    append = kernel_append(args.kernel_args)
+    clock = guest_clock(args.clock, None, VCPUS).qemu_args()
+    argv = qemu_argv(guest.vmlinuz, initrd, RAM_MIB, VCPUS, append=append, clock=clock)
+    return argv, append, clock
+
+
 def ab_main(args: argparse.Namespace, plugin: Path) -> int:
     """``--ab``: rounds of plain / before / after, default stream only (see the docstring)."""
     guest = locate_guest()
@@ -161,10 +171,7 @@ def ab_main(args: argparse.Namespace, plugin: Path) -> int:
     counters: dict[str, list] = {"before": [], "after": []}
     with tempfile.TemporaryDirectory(prefix="pysched-bench-") as tmp:
         tmp = Path(tmp)
-        initrd = write_run_initrd(guest.initramfs, args.workload, tmp / "run.img")
-        append = kernel_append(args.kernel_args)
-        clock = guest_clock(args.clock, None, VCPUS).qemu_args()
-        base = qemu_argv(guest.vmlinuz, initrd, RAM_MIB, VCPUS, append=append, clock=clock)
+        base, append, clock = plain_argv(args, guest, tmp)
         for _ in range(args.rounds):
             wall, *_, cpu_s = run(base)
             runs["plain"].append(wall)
@@ -238,10 +245,7 @@ def main() -> int:
         return ab_main(args, plugin)
     with tempfile.TemporaryDirectory(prefix="pysched-bench-") as tmp:
         tmp = Path(tmp)
-        initrd = write_run_initrd(guest.initramfs, args.workload, tmp / "run.img")
-        append = kernel_append(args.kernel_args)
-        clock = guest_clock(args.clock, None, VCPUS).qemu_args()
-        base = qemu_argv(guest.vmlinuz, initrd, RAM_MIB, VCPUS, append=append, clock=clock)
+        base, append, clock = plain_argv(args, guest, tmp)
 
         def ours(name: str, data: bool) -> list[str]:
             opts = plugin_options(tmp / name, guest.system_map, RAM_MIB, data_accesses=data)

@@ -47,9 +47,10 @@ def assert_same_runs(ra, rb) -> None:
 
 
 @st.composite
-def data_footprints(draw):
+def data_footprints(draw, data_lines: int = 4096):
     """A random workload of :func:`test_sandbox.workloads` whose footprint also has loads and
-    stores (random kinds and lines) and a random private mask (what moves with a copy)."""
+    stores (random kinds, lines below ``data_lines``) and a random private mask (what moves
+    with a copy)."""
     w, fp = draw(workloads())
     kinds, lines, private = {}, {}, {}
     for v in fp.icount:
@@ -57,7 +58,7 @@ def data_footprints(draw):
         rng = np.random.default_rng(draw(st.integers(0, 2**31)))
         kinds[v] = rng.integers(0, 3, n).astype(np.uint8)
         lines[v] = np.where(kinds[v] == 0, fp.lines[v],
-                            rng.integers(0, 4096, n)).astype(np.uint32)
+                            rng.integers(0, data_lines, n)).astype(np.uint32)
         private[v] = rng.random(n) < 0.5
     return w, Footprint(fp.line, True, fp.icount, lines, kinds, private)
 
@@ -95,6 +96,26 @@ def test_compiled_equals_plain_on_the_traced_switch_path(wf, policy, cores, copi
     runs = [simulate(w, fp, get_policy(policy), cfg, switch_path=path, engine=e)
             for e in ENGINES]
     assert_same_runs(*runs)
+
+
+#: Hierarchies the chunk kernel runs by its other path (access by access: inclusion, coherence,
+#: random replacement; L1s wider than a vector) or with other replacement and geometry.
+HIERARCHY_VARIANTS = [dict(inclusive=True), dict(coherence=True), dict(policy="random"),
+                      dict(policy="fifo"), dict(l1_ways=1), dict(l1_ways=32, lower_ways=8)]
+
+
+@pytest.mark.parametrize("hier", HIERARCHY_VARIANTS, ids=lambda h: ",".join(f"{k}={v}"
+                                                                          for k, v in h.items()))
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data_footprints(data_lines=64), st.sampled_from(sorted(REGISTRY)), st.integers(2, 3),
+       st.integers(1, 3), st.integers(3, 50))
+def test_compiled_equals_plain_on_other_hierarchies(hier, wf, policy, cores, copies, max_chunk):
+    """Identity whatever the hierarchy: the engines share the cache models, not the code that
+    calls them. Several cores and few data lines, so that cores share lines (coherence and
+    inclusion act)."""
+    w, fp = wf
+    cfg = SandboxConfig(machine(cores, **hier), copies=copies, max_chunk=max_chunk)
+    assert_same_runs(*_both(w, fp, policy, cfg))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
