@@ -193,6 +193,24 @@ def test_as_traced_single_core_keeps_traced_order():
     assert order == [0, 1, 2, 3]
 
 
+@pytest.mark.parametrize("cores,copies", [(1, 1), (3, 3), (2, 2)])
+def test_as_traced_runs_a_ready_vcpu_when_another_waits(cores, copies):
+    """Item 2 (vCPU 0, its first instruction) waits for item 1 (vCPU 1, after item 0's 300): a
+    trace start orders one vCPU's items, not two vCPUs', so a core that hosts both runs item 1
+    while item 2 waits, and nothing is released by force."""
+    w, fp = tiny([[(1, 300, 0, FIRST)], [(1, 100, 0, FIRST)], [(0, 50, 0, FIRST)]],
+                 deps=[(2, 1, 10)], vcpus=(0, 1))
+    eng, _ = run_logged(w, fp, "as-traced", cores=cores, load=copies, max_chunk=7)
+    assert eng.forced == 0
+    assert eng.done_items == 3 * copies
+    if cores == 1:
+        order = []
+        for g, *_ in eng.log:
+            if not order or order[-1] != g:
+                order.append(g)
+        assert order == [0, 1, 2]
+
+
 def test_fixed_input_same_result():
     w, fp = tiny([[(0, 300, 0, FIRST), (0, 80, 1, START), (0, 40, 0, START)],
                   [(0, 200, 0, FIRST)]], interrupts=[(0, 30, 3, 1e-8)], deps=[(3, 1, 20)])

@@ -69,8 +69,9 @@ SWEEP_KEYS = ("epoch_ms", "machine")
 #: share the kernel's data and start out of phase, SchedTask pays TMigrate and TAlloc; points
 #: carry the model's settings (``model``) and a window (``epochs``). 8: device interrupts that
 #: answer a traced request come a traced latency after it runs (``device_timing`` closed).
-#: 9: results have ``l3_miss_held_share``.
-RESULT_VERSION = 9
+#: 9: results have ``l3_miss_held_share``. 10: ``as-traced`` runs, of the next items of the
+#: vCPUs a core hosts, the first ready one in traced order instead of waiting for the first.
+RESULT_VERSION = 10
 
 
 class SweepSpecError(ValueError):
