@@ -60,6 +60,10 @@ def sweep_cli(*args: str, **kw) -> subprocess.Popen:
      "grid[0].policy: gives heatmap_bits and so does"),
     ('[sweep]\nepoch = 3\n[[grid]]\ntrace = "TRACE"\npolicy = "linux"\n',
      "sweep: unknown key(s) 'epoch'"),
+    ('[sweep]\nepochs = 0\n[[grid]]\ntrace = "TRACE"\npolicy = "linux"\n',
+     "sweep.epochs: expected a whole number of epochs of at least 1, got 0"),
+    ('[sweep]\nepochs = 2.5\n[[grid]]\ntrace = "TRACE"\npolicy = "linux"\n',
+     "sweep.epochs: expected a whole number of epochs of at least 1, got 2.5"),
     ('[grids]\ntrace = "TRACE"\n', "unknown table(s) 'grids'"),
     ('[[grid]\n', "cannot parse"),
 ])
@@ -154,6 +158,22 @@ def test_the_switch_cost_is_a_dimension_of_every_point(tmp_path):
     assert "| flat |" in summary_text(table) and "| traced |" in summary_text(table)
     # points stored before the dimension (no switch_cost column) count as flat
     assert summarise(runs.iloc[:1].drop(columns=["switch_cost"]))["switch_cost"].item() == "flat"
+
+
+def test_a_window_in_the_sweep_table_stops_every_run_after_its_epochs(tmp_path):
+    from pysched.sweep.run import run_point
+    text = ('[[grid]]\ntrace = "TRACE"\npolicy = ["linux", "as-traced"]\ncores = 2\n'
+            'load_unit = "copies"\n')
+    whole = load_spec(spec_file(tmp_path, text)).points
+    windowed = load_spec(spec_file(tmp_path, "[sweep]\nepochs = 1\n" + text)).points
+    assert [p.epochs for p in whole] == [None, None]
+    assert [p.epochs for p in windowed] == [1, 1]
+    assert {p.key for p in whole}.isdisjoint(p.key for p in windowed)
+    assert all("epochs=1" in p.label() for p in windowed)
+    for w, p in zip(whole, windowed):
+        full, cut = run_point(w)[0], run_point(p)[0]
+        assert len(full) > 1 and len(cut) == 1
+        assert cut["instructions"].iloc[0] == full["instructions"].iloc[0]
 
 
 def serial(points) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -5,6 +5,8 @@ tables (see ``sweeps/example.toml``)::
 
     [sweep]
     epoch_ms = 3.0                 # epoch length in simulated ms (default 3)
+    epochs = 5                     # optional window: every run stops after 5 epochs (the
+                                   # studies' --epochs); left out, every run goes to its end
     machine = "machine.toml"       # optional base machine (models.machine.MachineConfig)
 
     [[grid]]                       # every combination of the listed values
@@ -54,7 +56,7 @@ DIMENSIONS: dict[str, Any] = {"trace": None, "policy": None, "cores": 8, "load":
                               "load_unit": LOAD_MACHINE, "l1i_kb": 32, "levels": 3,
                               "heatmap_bits": None, "switch_cost": TRACED}
 #: Keys of the ``[sweep]`` table.
-SWEEP_KEYS = ("epoch_ms", "machine")
+SWEEP_KEYS = ("epoch_ms", "epochs", "machine")
 #: Bumped when a change would make an old result file wrong for the same point. 2: ``load``
 #: became relative to the machine (``load_unit``); version 1's load was copies of the trace.
 #: 3: the capture harness's own work is left out of the replayed workload. 4: SuperFunction
@@ -342,6 +344,11 @@ def parse_spec(data: dict, where: str, root: Path) -> Sweep:
             or not math.isfinite(epoch_ms) or epoch_ms <= 0:
         raise SweepSpecError(f"{where}: sweep.epoch_ms: expected a positive number of "
                              f"milliseconds, got {epoch_ms!r}")
+    window = head.get("epochs")
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int)
+                               or window < 1):
+        raise SweepSpecError(f"{where}: sweep.epochs: expected a whole number of epochs of at "
+                             f"least 1, got {window!r}")
     machine_path, base = None, None
     if "machine" in head:
         if not isinstance(head["machine"], str):
@@ -356,6 +363,8 @@ def parse_spec(data: dict, where: str, root: Path) -> Sweep:
         for i, table in enumerate(_as_tables(data, key, where)):
             for p in _table_points(table, f"{where}: {key}[{i}]", root, float(epoch_ms), base,
                                    single):
+                if window is not None:
+                    p = dataclasses.replace(p, epochs=window)
                 points.setdefault(p.key, p)
     if not points:
         raise SweepSpecError(f"{where}: no [[grid]] or [[point]] table: nothing to run")
