@@ -28,9 +28,9 @@ TRACE_ARGS ?=
 # The study traces: every data access, 40 M instructions a vCPU or more where a workload's
 # replay needs more for 10 complete 3 ms epochs of the sandbox at 2X on 8 cores (8 copies of
 # each 2-vCPU trace, measured under linux: data/README.md), exec and mem parts re-encoded at
-# zstd 19 to stay under 25 MB a trace. pysched trace's default guest clock applies
+# zstd 19 to stay under 25 MiB a trace. pysched trace's default guest clock applies
 # (--clock insns: QEMU -icount shift=0, 500 M instructions a guest second per vCPU on 2 vCPUs;
-# README.md, Guest time).
+# docs/tracing.md, Guest time).
 DATA_WORKLOADS := find iscp oscp apache dss filesrv mailsrv oltp
 DATA_ARGS := --vcpus 2 --data-accesses --compact 19
 DATA_INSNS := 40M
@@ -244,8 +244,8 @@ bench-analysis: plugin guest
 # The scheduler sandbox: every shipped trace x every policy x 8 and 32 cores at 2X (3-epoch
 # window), the compiled engine's simulated instructions/s, its speed-up over the plain engine
 # and their identity (8 cores), preparation time and peak RSS, and the scaling runs; the
-# whole grid takes hours on 2 cores: BENCH_SANDBOX_ARGS="--traces iscp,find --policies linux"
-# measures a part. BENCH_SANDBOX_ARGS=--sweep-only measures the sweep's points per minute.
+# whole grid takes about half an hour on 2 cores (26 min on 2026-11-29):
+# BENCH_SANDBOX_ARGS="--traces iscp,find --policies linux" measures a part. BENCH_SANDBOX_ARGS=--sweep-only measures the sweep's points per minute.
 BENCH_SANDBOX_ARGS ?=
 bench-sandbox: setup
 	$(PY) benchmarks/sandbox.py --out benchmarks/results/sandbox.json --scaling $(BENCH_SANDBOX_ARGS)
