@@ -152,6 +152,25 @@ def test_find_system_map_order_and_fallback(tmp_path: Path, monkeypatch) -> None
     assert got == t2 / "System.map.gz" and got.is_file()
     assert KernelSymbols.load(got).names == KernelSymbols.load(guest).names
 
+    # A KASLR boot: the copy is the guest's map moved by the plugin's slide; an unknown slide
+    # is refused rather than read at the link-time addresses.
+    slide = 0x9200000
+    for name, kaslr in (("t4", {"found": True, "virtual_slide": slide}),
+                        ("t5", {"found": False, "reason": "no syscall seen"})):
+        t4 = _plain_trace(tmp_path / "k" / name)
+        (t4 / "manifest.json").write_text(json.dumps({"kernel_package_version": "6.1.1-1"}))
+        info = json.loads((t4 / "plugin.json").read_text()) if (t4 / "plugin.json").is_file() \
+            else {}
+        (t4 / "plugin.json").write_text(json.dumps({**info, "kaslr": kaslr}))
+        if kaslr["found"]:
+            moved = KernelSymbols.load(find_system_map(open_trace(t4)))
+            assert moved.names == KernelSymbols.load(guest).names
+            assert moved.addr.tolist() == [a + slide for a in
+                                           KernelSymbols.load(guest).addr.tolist()]
+        else:
+            with pytest.raises(TraceError, match="did not find the kernel's slide"):
+                find_system_map(open_trace(t4))
+
     # Another kernel than the guest's: a clear error.
     t3 = _plain_trace(tmp_path / "y" / "t3")
     (t3 / "manifest.json").write_text(json.dumps({"kernel_package_version": "5.10.0-1"}))

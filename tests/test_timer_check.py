@@ -87,6 +87,20 @@ def test_timer_interrupts_in_the_idle_loop_are_reported_not_judged(tmp_path: Pat
     preflight(path)
 
 
+@pytest.mark.parametrize("name, data", [("System.map.xz", b"not xz\n"),
+                                        ("System.map.gz", b"not gzip\n"),
+                                        ("System.map", b"zz T __cpuidle_text_start\n")])
+def test_a_map_that_cannot_be_read_is_a_violation_naming_it(tmp_path: Path, name: str,
+                                                             data: bytes) -> None:
+    path = _trace(tmp_path, INSNS_CLOCK, timer=False)
+    (path / name).write_bytes(data)
+    status, out = _check(path)
+    assert status == 1, out
+    assert "check timer: 1 violation" in out and f"{name}: cannot read symbol map" in out, out
+    with pytest.raises(TraceRejected, match="cannot read symbol map"):
+        preflight(path)
+
+
 @pytest.mark.parametrize("clock, why", [
     (None, "the guest clock was the host's"),
     ({"source": "host", "icount": None, "machine_insn_rate": None, "insn_rate_per_vcpu": None,

@@ -10,15 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from pysched.capture import guest as gst
+from pysched.trace.symbol_files import moved_system_map
 
 SYSTEM_MAP_GZ = "System.map.gz"
 MODULES_MAP_GZ = "modules.map.gz"
-
-#: The kernel image's symbols are at or above this address (``__START_KERNEL_map``); KASLR
-#: moves them all by one slide. Below it are the per-CPU offsets and absolute symbols, which
-#: it does not move.
-_KERNEL_IMAGE = 0xFFFFFFFF80000000
-
 
 def _plugin_slide(out: Path) -> int | None:
     """The kernel's virtual slide the plugin found (``plugin.json``), or None."""
@@ -28,23 +23,6 @@ def _plugin_slide(out: Path) -> int | None:
         return None
     k = info.get("kaslr") or {}
     return int(k["virtual_slide"]) if k.get("found") else None
-
-
-def _moved_system_map(src: Path, slide: int) -> bytes:
-    """``src`` (System.map lines ``ADDRESS TYPE NAME``) with the kernel image's symbols moved
-    by ``slide``: the running kernel's addresses, as its ``/proc/kallsyms`` gives them."""
-    lines = []
-    for line in src.read_text().splitlines():
-        f = line.split(maxsplit=1)
-        try:
-            a = int(f[0], 16)
-        except (ValueError, IndexError):
-            lines.append(line)
-            continue
-        if a >= _KERNEL_IMAGE:
-            a = (a + slide) % 2**64
-        lines.append(f"{a:016x} {f[1] if len(f) > 1 else ''}".rstrip())
-    return ("\n".join(lines) + "\n").encode()
 
 
 def write_running_map(sysmap: str | Path, trace_dir: str | Path) -> Path:
@@ -64,12 +42,7 @@ def write_running_map(sysmap: str | Path, trace_dir: str | Path) -> Path:
         raise ValueError(f"{trace_dir / 'plugin.json'}: the plugin did not find the kernel's "
                          f"slide ({k.get('reason') or 'no kaslr record'})")
     kept = [ln for ln in sysmap.read_text().splitlines() if not ln.rstrip().endswith("]")]
-    tmp = trace_dir / ".System.map.tmp"
-    tmp.write_text("\n".join(kept) + "\n")
-    try:
-        data = _moved_system_map(tmp, int(k["virtual_slide"]))
-    finally:
-        tmp.unlink()
+    data = moved_system_map("\n".join(kept), int(k["virtual_slide"])).encode()
     out = trace_dir / SYSTEM_MAP_GZ
     out.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
     return out
@@ -95,7 +68,7 @@ def save_symbols(guest: gst.GuestImage, symbols: Path, out: Path) -> dict[str, A
                                       "slide_kallsyms": None}
     slide = _plugin_slide(out)
     if guest.system_map.is_file():
-        data = (_moved_system_map(guest.system_map, slide) if slide
+        data = (moved_system_map(guest.system_map.read_text(), slide).encode() if slide
                 else guest.system_map.read_bytes())
         (out / SYSTEM_MAP_GZ).write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
         kernel_symbols["system_map"] = SYSTEM_MAP_GZ

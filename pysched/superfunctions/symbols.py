@@ -18,7 +18,6 @@ from __future__ import annotations
 import gzip
 import json
 import lzma
-import shutil
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -26,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from pysched.trace import Trace, TraceError
-from pysched.trace.symbol_files import SYSTEM_MAP_NAMES, open_text
+from pysched.trace.symbol_files import SYSTEM_MAP_NAMES, moved_system_map, open_text
 
 #: Default location of the test guest's map (``make guest``).
 GUEST_SYSTEM_MAP = Path(__file__).resolve().parents[2] / "build" / "guest" / "System.map"
@@ -257,14 +256,36 @@ def _guest_matches(trace: Trace) -> tuple[bool, str]:
     return want == have, f"trace kernel package {want}, test guest {have}"
 
 
+def _traced_slide(trace: Trace) -> int:
+    """The KASLR slide of the traced boot (``plugin.json``'s ``kaslr``; 0 for a trace whose
+    plugin recorded none).
+
+    Raises
+    ------
+    TraceError
+        When the plugin looked for the slide and did not find it.
+    """
+    k = (trace.plugin_info or {}).get("kaslr")
+    if k is None:
+        return 0
+    if not k.get("found"):
+        raise TraceError(f"{trace.path / 'plugin.json'}: the plugin did not find the kernel's "
+                         f"slide ({k.get('reason') or 'no reason given'}), so the test guest's "
+                         f"System.map cannot be moved to the traced boot's addresses; put that "
+                         f"boot's System.map in the trace directory")
+    return int(k.get("virtual_slide", 0))
+
+
 def find_system_map(trace: Trace, copy: bool = True) -> Path:
     """Locate the ``System.map`` of the kernel a trace was recorded on.
 
-    Looks for ``System.map``, ``System.map.xz`` or ``System.map.gz`` in the trace directory, then in its parent
-    (shipped traces keep one there), then falls back to the test guest's
+    Looks for ``System.map``, ``System.map.xz`` or ``System.map.gz`` in the trace directory,
+    then in its parent (shipped traces keep one there), then falls back to the test guest's
     ``build/guest/System.map`` when the manifest's kernel package version is the guest's. On
-    that fallback, a gzip copy is written into the trace directory (when it is writable) so
-    the trace carries its symbols from then on.
+    that fallback, a gzip copy moved by the traced boot's KASLR slide (``plugin.json``) is
+    written into the trace directory so the trace carries its symbols from then on; with
+    ``copy`` False (or a read-only trace directory) the guest's map itself is returned only
+    when the slide is 0.
 
     Parameters
     ----------
@@ -279,7 +300,8 @@ def find_system_map(trace: Trace, copy: bool = True) -> Path:
     Raises
     ------
     TraceError
-        When no map is found, or the fallback belongs to another kernel than the manifest's.
+        When no map is found, the fallback belongs to another kernel than the manifest's, or
+        it would need moving by a slide that is unknown or cannot be written beside the trace.
     """
     for p in _candidates(trace.path):
         if p.is_file():
@@ -294,18 +316,25 @@ def find_system_map(trace: Trace, copy: bool = True) -> Path:
         raise TraceError(f"{trace.path}: no System.map in the trace directory (tried {tried}) "
                          f"and the test guest's {GUEST_SYSTEM_MAP} is for another kernel "
                          f"({why})")
+    slide = _traced_slide(trace)
     if copy:
         dest = trace.path / "System.map.gz"
         try:
             tmp = dest.with_suffix(".gz.tmp")
-            with open(GUEST_SYSTEM_MAP, "rb") as src, gzip.open(tmp, "wb") as dst:
-                shutil.copyfileobj(src, dst)
+            text = moved_system_map(_read_text(GUEST_SYSTEM_MAP), slide)
+            tmp.write_bytes(gzip.compress(text.encode(), compresslevel=9, mtime=0))
             tmp.replace(dest)
             (trace.path / "System.map.source.json").write_text(json.dumps(
-                {"copied_from": str(GUEST_SYSTEM_MAP), "reason": why}, indent=1) + "\n")
+                {"copied_from": str(GUEST_SYSTEM_MAP), "reason": why, "slide": slide},
+                indent=1) + "\n")
             return dest
         except OSError:
-            pass  # read-only trace: use the guest's map in place
+            pass  # read-only trace: the guest's map in place, if it needs no moving
+    if slide:
+        raise TraceError(f"{trace.path}: no System.map in the trace directory (tried {tried}), "
+                         f"and the test guest's {GUEST_SYSTEM_MAP} needs moving by the traced "
+                         f"boot's slide ({slide:#x}), which cannot be written beside the trace; "
+                         f"write it with pysched.capture.sysmap.write_running_map")
     return GUEST_SYSTEM_MAP
 
 

@@ -15,6 +15,10 @@ from typing import IO
 
 #: The file names a trace directory may hold its kernel map under, in the order looked for.
 SYSTEM_MAP_NAMES = ("System.map", "System.map.xz", "System.map.gz")
+#: The kernel image's symbols are at or above this address (``__START_KERNEL_map``); KASLR
+#: moves them all by one slide. Below it are the per-CPU offsets and absolute symbols, which
+#: it does not move.
+KERNEL_IMAGE = 0xFFFFFFFF80000000
 
 
 def open_text(path: str | Path, errors: str = "strict") -> IO[str]:
@@ -34,6 +38,23 @@ def system_map_in(directory: str | Path) -> Path | None:
         if p.is_file():
             return p
     return None
+
+
+def moved_system_map(text: str, slide: int) -> str:
+    """``text`` (System.map lines ``ADDRESS TYPE NAME``) with the kernel image's symbols moved
+    by ``slide``: the running kernel's addresses, as its ``/proc/kallsyms`` gives them."""
+    lines = []
+    for line in text.splitlines():
+        f = line.split(maxsplit=1)
+        try:
+            a = int(f[0], 16)
+        except (ValueError, IndexError):
+            lines.append(line)
+            continue
+        if a >= KERNEL_IMAGE:
+            a = (a + slide) % 2**64
+        lines.append(f"{a:016x} {f[1] if len(f) > 1 else ''}".rstrip())
+    return "\n".join(lines) + "\n"
 
 
 def recompress_system_map(directory: str | Path) -> dict[str, int | str] | None:
@@ -70,4 +91,5 @@ def recompress_system_map(directory: str | Path) -> dict[str, int | str] | None:
     return {"system_map": dest.name, "bytes_before": before, "bytes_after": dest.stat().st_size}
 
 
-__all__ = ["SYSTEM_MAP_NAMES", "open_text", "recompress_system_map", "system_map_in"]
+__all__ = ["KERNEL_IMAGE", "SYSTEM_MAP_NAMES", "moved_system_map", "open_text",
+           "recompress_system_map", "system_map_in"]

@@ -25,10 +25,13 @@ rate is not the clock's to answer for, and failing it would refuse every trace r
 """
 from __future__ import annotations
 
+import lzma
+import zlib
 from typing import Any
 
 import numpy as np
 
+from ..errors import TraceError
 from ..reader import Trace
 from ..symbol_files import open_text, system_map_in
 from .findings import Location, Report
@@ -49,15 +52,24 @@ IDLE_TEXT = ("__cpuidle_text_start", "__cpuidle_text_end")
 
 def idle_text(trace: Trace) -> tuple[int, int] | None:
     """The running kernel's ``.cpuidle.text`` from the trace's ``System.map`` (plain, gzip or
-    xz: the traced boot's addresses); None without one or the symbols."""
+    xz: the traced boot's addresses); None without one or the symbols.
+
+    Raises
+    ------
+    TraceError
+        When the map cannot be read (a damaged compressed file, an address that is not hex).
+    """
     found: dict[str, int] = {}
     path = system_map_in(trace.path)
     if path is not None:
-        with open_text(path, errors="replace") as f:
-            for line in f:
-                fields = line.split()
-                if len(fields) >= 3 and fields[2] in IDLE_TEXT:
-                    found[fields[2]] = int(fields[0], 16)
+        try:
+            with open_text(path, errors="replace") as f:
+                for line in f:
+                    fields = line.split()
+                    if len(fields) >= 3 and fields[2] in IDLE_TEXT:
+                        found[fields[2]] = int(fields[0], 16)
+        except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
+            raise TraceError(f"{path}: cannot read symbol map ({exc})") from exc
     if len(found) < 2 or found[IDLE_TEXT[0]] >= found[IDLE_TEXT[1]]:
         return None
     return found[IDLE_TEXT[0]], found[IDLE_TEXT[1]]
@@ -110,7 +122,11 @@ def check_timer(trace: Trace, totals: dict[int, int | None], report: Report) -> 
     known = {v: n for v, n in totals.items() if n}
     if not known:
         return
-    idle = idle_text(trace)
+    try:
+        idle = idle_text(trace)
+    except TraceError as exc:
+        report.add(TIMER, Location(system_map_in(trace.path).name), str(exc))
+        return
     ticks, in_idle = timer_interrupts(trace, idle)
     busy = {v: ticks.get(v, 0) - in_idle.get(v, 0) for v in known}
     per = ", ".join(f"v{v} {busy[v] / n * 1e9:,.0f}" for v, n in known.items())
