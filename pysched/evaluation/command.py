@@ -115,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
     from pysched.trace import TraceError, preflight_all
     try:
         # The checker's cheap checks on every trace before any long work.
-        checked = preflight_all(args.traces, allow_incomplete=args.allow_incomplete)
+        checked = preflight_all(args.traces, allow_incomplete=args.allow_incomplete,
+                                cache=not args.no_cache)
         with finished_dir(out) as tmp:
             prepared = []
             for t, (trace, note) in zip(args.traces, checked):

@@ -1,6 +1,6 @@
 """The on-disk cache of prepared traces: segment a trace and build its workload once.
 
-:func:`pysched.evaluation.runner.prepare` builds a shipped trace in up to 100 s; with this cache
+:func:`pysched.evaluation.runner.prepare` builds a shipped trace in up to 30 s; with this cache
 it does so once per trace and code version, and then reads the result back in under a second
 (measured per trace in ``docs/sandbox.md``).
 
@@ -30,8 +30,8 @@ Invalidation
     A changed trace, code or parameter gives another key. An entry is used only when its
     ``meta.json`` is whole and names that key and this :data:`FORMAT`, and every file has its
     recorded size and CRC-32 (zlib's: 1.5 GB/s here where SHA-256 does 1 GB/s; enough for
-    what threatens an entry, a damaged or cut file, not forgery; barrier's entry, the largest
-    at 1.4 GB, is checked in about a second); otherwise it is removed with a line on stderr
+    what threatens an entry, a damaged or cut file, not forgery; dss's entry, the largest
+    at 600 MiB, is checked and read in 0.2 s); otherwise it is removed with a line on stderr
     and rebuilt. When an entry is stored, entries of the same trace directory and parameters
     under another key (older code or content) are removed.
 Concurrency
@@ -51,7 +51,6 @@ import hashlib
 import io
 import json
 import os
-import platform
 import secrets
 import shutil
 import sys
@@ -59,16 +58,16 @@ import time
 import zlib
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from pysched._cachedir import ENV_DIR, cache_dir
+from pysched.trace.digest import code_hash, file_digest, trace_digest
+
 from . import tree_codec
 
-#: The environment variable naming the cache directory.
-ENV_DIR = "PYSCHED_CACHE_DIR"
 #: Version of the entry layout; bump it when the stored value's meaning changes.
 FORMAT = 1
 #: pysched sources (globs relative to the package) whose code builds a prepared trace.
@@ -87,18 +86,6 @@ LEFTOVER_S = 3600.0
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 _META = "meta.json"
-_CHUNK = 1 << 20
-
-
-def cache_dir() -> Path:
-    """The cache directory: ``$PYSCHED_CACHE_DIR``, else ``$XDG_CACHE_HOME/pysched/prepared``,
-    else ``~/.cache/pysched/prepared`` (it need not exist yet)."""
-    env = os.environ.get(ENV_DIR)
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    return base / "pysched" / "prepared"
 
 
 def describe() -> str:
@@ -120,53 +107,13 @@ class _Crc32:
         return f"{self.value:08x}"
 
 
-def _file_digest(path: Path, new: Callable[[], Any] = hashlib.sha256) -> tuple[str, int]:
-    """The hex digest (``new()``: SHA-256 by default) and size of the file ``path``."""
-    h, n = new(), 0
-    buf = bytearray(_CHUNK)
-    view = memoryview(buf)
-    with open(path, "rb") as f:
-        while k := f.readinto(buf):
-            h.update(view[:k])
-            n += k
-    return h.hexdigest(), n
-
-
-def trace_digest(root: Path, extra: Sequence[Path] = ()) -> str:
-    """SHA-256 over every file of the trace directory ``root`` (relative path, size, bytes;
-    links followed) and the files ``extra`` (their absolute path and bytes)."""
-    h = hashlib.sha256()
-    root = Path(root)
-    files = []
-    for d, dirs, names in os.walk(root, followlinks=True):
-        dirs.sort()
-        files += [Path(d) / n for n in names]
-    for f in sorted(files, key=lambda p: p.relative_to(root).as_posix()):
-        digest, n = _file_digest(f)
-        h.update(f"{f.relative_to(root).as_posix()}\0{n}\0{digest}\0".encode())
-    for f in extra:
-        digest, n = _file_digest(f)
-        h.update(f"{Path(f).resolve()}\0{n}\0{digest}\0".encode())
-    return h.hexdigest()
-
-
 @lru_cache(maxsize=8)
 def code_digest(extra: tuple[str, ...] = ()) -> str:
     """SHA-256 over the :data:`SOURCES`, ``extra`` texts (e.g. a function's source), the
     :data:`LIBRARIES`' versions, Python's version and :data:`FORMAT` (computed once per
     process: the code of a running process does not change)."""
-    h = hashlib.sha256(f"format {FORMAT}\0python {platform.python_version()}\0".encode())
-    for lib in LIBRARIES:
-        try:
-            h.update(f"{lib} {metadata.version(lib)}\0".encode())
-        except metadata.PackageNotFoundError:
-            h.update(f"{lib} none\0".encode())
     files = sorted({f for pattern in SOURCES for f in _PACKAGE.glob(pattern)})
-    for f in files:
-        h.update(f.relative_to(_PACKAGE).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
-    for text in extra:
-        h.update(text.encode() + b"\0")
-    return h.hexdigest()
+    return code_hash(FORMAT, LIBRARIES, files, _PACKAGE, extra).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -244,7 +191,7 @@ def _read_meta(entry: Path) -> dict:
 
 def _read_array(path: Path, size: int, digest: str) -> np.ndarray:
     if size >= MMAP_BYTES:
-        have, n = _file_digest(path, _Crc32)
+        have, n = file_digest(path, _Crc32)
         if (n, have) != (size, digest):
             raise Corrupt(f"{path.name} has changed (size or checksum)")
         # copy-on-write: writes stay in this process, the file is never changed

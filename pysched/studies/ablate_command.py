@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     from pysched.trace import TraceError, preflight_all
     try:
         base = on_dask.load_machine(args.machine)
-        preflight_all(args.traces)  # the checker's cheap checks before any long work
+        preflight_all(args.traces, cache=not args.no_cache)  # the checker, before long work
         confs, pts = points(args.traces, policies, args.baseline, args.cores, args.load,
                             args.epochs, factors, args.epoch_ms, base)
     except (TraceError, SweepSpecError, ValueError) as e:

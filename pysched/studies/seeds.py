@@ -157,8 +157,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pysched._outdir import OutputError, finished_dir
+    from pysched.trace import TraceError, preflight_all
 
     from .ablation import AblationError, read_verdicts, usable
+    if not args.data.is_dir():
+        print(f"pysched seeds: --data {args.data} is not a directory", file=sys.stderr)
+        return 2
     try:
         # each seed's ablation has the seed's own setting; one of another model is not quoted
         kept, left_out = usable(args.ablation)
@@ -169,11 +173,18 @@ def run(args: argparse.Namespace) -> int:
     for note in left_out:
         print(f"pysched seeds: --ablation {note}; its reasons are not quoted", file=sys.stderr)
     try:
+        # the checker on every trace a seed that will run needs, before any long work
+        _, todo = _runnable(args.data)
+        preflight_all([args.data / t for t in sorted({t for seed in todo for t in NEEDS[seed]})],
+                      cache=not args.no_cache)
         with finished_dir(args.out) as tmp:
             text = _write(args.data, tmp, not args.no_cache, reasons, args.workers)
     except OutputError as exc:
         print(f"pysched seeds: {exc}", file=sys.stderr)
         return 2
+    except TraceError as exc:
+        print(f"pysched seeds: {exc}", file=sys.stderr)
+        return 1
     print(text)
     return 0
 
@@ -194,6 +205,13 @@ def _run_seed(job: tuple[str, Path, bool]) -> tuple[str, str, dict[str, pd.DataF
     return md, head, tables, time.perf_counter() - t0
 
 
+def _runnable(data: Path) -> tuple[dict[str, list[str]], list[str]]:
+    """Each seed's traces that are not in ``data``, and the seeds that have all theirs."""
+    missing = {seed: [t for t in NEEDS[seed] if not (data / t / "manifest.json").is_file()]
+               for seed in SEEDS}
+    return missing, [seed for seed in SEEDS if not missing[seed]]
+
+
 def _write(data: Path, out: Path, cache: bool = True, reasons: dict[str, str] | None = None,
            jobs: int | None = None) -> str:
     """Every seed's tables into ``out`` and its summary; returns the summary. ``cache``: use
@@ -202,9 +220,7 @@ def _write(data: Path, out: Path, cache: bool = True, reasons: dict[str, str] | 
     process (default: one per core)."""
     from pysched._pool import Jobs, default_jobs
     reasons = reasons or {}
-    missing = {seed: [t for t in NEEDS[seed] if not (data / t / "manifest.json").is_file()]
-               for seed in SEEDS}
-    todo = [seed for seed in SEEDS if not missing[seed]]
+    missing, todo = _runnable(data)
     done: dict[str, tuple] = {}
     with Jobs(default_jobs(len(todo), jobs)) as pool:
         for i, got in pool.run(_run_seed, [(seed, data, cache) for seed in todo]):

@@ -81,7 +81,7 @@ def _grid(args: argparse.Namespace):
     for t in paths:
         if not Path(t).is_dir():
             raise ValueError(f"{t}: not a trace directory (--data, --workloads)")
-    preflight_all(paths)  # the checker's cheap checks before any long work
+    preflight_all(paths, cache=not args.no_cache)  # the checker, before any long work
     return Grid(paths, args.cores, tuple(dict.fromkeys(args.load)), args.policies,
                 args.variants, args.epochs, args.epoch_ms, args.switch_cost,
                 on_dask.load_machine(args.machine))

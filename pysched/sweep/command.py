@@ -97,6 +97,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"{p.key}  {'finished' if done else 'to run  '}  {p.label()}")
         return 0
     from pysched._outdir import OutputError, locked_dir
+    from pysched.trace import TraceError, preflight_all
+    try:
+        # every trace of the sweep through the checker before any point runs
+        preflight_all(sorted({p.trace for p in sweep.points}), cache=not args.no_cache)
+    except TraceError as e:
+        print(f"pysched sweep: {e}", file=sys.stderr)
+        return 1
     try:
         with locked_dir(out):
             return _run(args, sweep.points, out)

@@ -8,8 +8,8 @@ import sys
 from typing import TextIO
 
 from .completions import MAPPED, Completions, link_completions
+from .checker.preflight import preflight
 from .errors import TraceError
-from .reader import Trace
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,10 +60,11 @@ def format_report(name: str, found: Completions) -> str:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """Print the vector map and the per-device summary; 0, or 1 when the trace cannot be read."""
+    """Print the vector map and the per-device summary; 0, or 1 when the trace cannot be read
+    or the checker refuses it."""
     out = out or sys.stdout
     try:
-        trace = Trace.open(args.trace)
+        trace, _ = preflight(args.trace)
         found = link_completions(trace)
     except TraceError as exc:
         print(f"pysched devices: error: {exc}", file=sys.stderr)

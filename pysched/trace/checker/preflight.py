@@ -1,12 +1,16 @@
-"""What every command that reads a trace checks first: is it complete, are its parts all
-there, do its instruction totals add up, is it degraded, do its timer interrupts fit its guest
-clock (checks ``complete``, ``parts``, ``health`` and ``timer``).
+"""What every command that reads a trace checks first: the cheap checks (is it complete, are
+its parts all there, do its instruction totals add up, is it degraded, do its timer interrupts
+fit its guest clock: checks ``complete``, ``parts``, ``health`` and ``timer``), then every
+other check of ``pysched check``, once per trace content (:mod:`.verdicts`).
 
-These checks read footers, JSON files, the static tables, the small event tables and one
-column of the exec stream (seconds on the shipped traces), so ``pysched analyse`` and
-``pysched evaluate`` run them before any long work and refuse a trace that fails them with the
-checker's message (:func:`preflight`; :func:`preflight_all` for several traces at once).
-``pysched check`` runs them with the rest.
+The cheap checks read footers, JSON files, the static tables, the small event tables and one
+column of the exec stream (seconds on the shipped traces) and say first what is most often
+wrong; the full check reads every table, and a trace that passed it before is found by its
+digest instead. Every command that reads a trace (``analyse``, ``evaluate``, ``devices``,
+``sweep``, ``ablate``, ``study``, ``seeds``, ``cache --prepare``) runs :func:`preflight`
+(:func:`preflight_all` for several traces) before any long work and refuses a trace that
+fails with the checker's message. An incomplete trace accepted with ``allow_incomplete`` (its
+complete prefix) gets the cheap checks only: ``pysched check`` rejects it by definition.
 
 Completeness
     A trace written by ``pysched trace`` is complete when its ``manifest.json`` (written
@@ -39,6 +43,7 @@ from .findings import Location, Report
 from .health import check_health, exec_counts
 from .timer import check_timer
 from .vcpu import ICOUNT
+from .verdicts import full_check
 
 COMPLETE = "complete"
 PARTS = "parts"
@@ -58,6 +63,10 @@ def incomplete_reason(trace: Trace) -> str | None:
                     f"{man.get('incomplete_reason') or 'no reason given'}")
         if "complete" not in man and not (info or {}).get("final"):
             return "plugin.json is not final: the plugin did not close its tables"
+        if info is None:
+            return ("no plugin.json although manifest.json shows a `pysched trace` run, which "
+                    "writes both: the plugin's record of the run (its slide, counters and "
+                    "parts) is lost")
         return None
     captured = [n for n in CAPTURE_FILES if (trace.path / n).exists()]
     if captured:
@@ -173,31 +182,9 @@ def complete_prefix(trace: Trace) -> tuple[Trace, str]:
     return view, f"its complete prefix: instructions {kept} (the last exec part of each vCPU left out)"
 
 
-def preflight(path: str | Path, allow_incomplete: bool = False) -> tuple[Trace, str | None]:
-    """Open a trace for a command and run the cheap checks first.
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        Trace directory.
-    allow_incomplete : bool
-        Accept an incomplete trace (check ``complete`` failed, nothing else) and return the
-        view of its complete prefix.
-
-    Returns
-    -------
-    trace : Trace
-        The trace, or the view of its complete prefix.
-    note : str or None
-        For an accepted incomplete trace, what was used and why (for the summary).
-
-    Raises
-    ------
-    TraceError
-        When the trace cannot be opened or a part cannot be read.
-    TraceRejected
-        When a check fails; the message lists the violations as ``pysched check`` does.
-    """
+def _cheap(path: str | Path, allow_incomplete: bool) -> tuple[Trace, str | None]:
+    """:func:`preflight`'s cheap checks (the trace, and the note of an accepted incomplete
+    one)."""
     trace = Trace.open(path)
     report = Report(limit=5)
     check_complete(trace, report)
@@ -215,21 +202,64 @@ def preflight(path: str | Path, allow_incomplete: bool = False) -> tuple[Trace, 
         view, kept = complete_prefix(trace)
         return view, f"incomplete trace ({reason}); used {kept}"
     lines = [f"  {name} {loc}: {msg}" for name, loc, msg in report.shown()]
-    hint = (" (--allow-incomplete uses its complete prefix)" if failed == {COMPLETE} else
+    hint = (" (--allow-incomplete, where a command has it, uses its complete prefix)"
+            if failed == {COMPLETE} else
             "; `pysched check` lists every violation")
     raise TraceRejected(f"{trace.path}: refused, the trace fails the checker{hint}:\n"
                         + "\n".join(lines))
 
 
-def preflight_all(paths: Sequence[str | Path], allow_incomplete: bool = False
-                  ) -> list[tuple[Trace, str | None]]:
-    """:func:`preflight` of each of ``paths``, in threads (one per core at most: the exec
-    column's reads and sums release the GIL, 5.9 s -> 3.7 s on the eight study traces on 2
-    cores); the results in the order of ``paths``, and the first failure in that order is
-    raised."""
+def preflight(path: str | Path, allow_incomplete: bool = False, cache: bool = True
+              ) -> tuple[Trace, str | None]:
+    """Open a trace for a command and check it: the cheap checks, then the full check unless
+    this trace's content passed it before (:mod:`.verdicts`).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        Trace directory.
+    allow_incomplete : bool
+        Accept an incomplete trace (check ``complete`` failed, nothing else) and return the
+        view of its complete prefix.
+    cache : bool
+        Keep and find the full check's passing verdict in the cache directory (a command's
+        ``--no-cache`` gives False: the full check runs, nothing is read or written there).
+
+    Returns
+    -------
+    trace : Trace
+        The trace, or the view of its complete prefix.
+    note : str or None
+        For an accepted incomplete trace, what was used and why (for the summary).
+
+    Raises
+    ------
+    TraceError
+        When the trace cannot be opened or a part cannot be read.
+    TraceRejected
+        When a check fails; the message lists the violations as ``pysched check`` does.
+    """
+    trace, note = _cheap(path, allow_incomplete)
+    if note is None:
+        full_check(trace, cache)
+    return trace, note
+
+
+def preflight_all(paths: Sequence[str | Path], allow_incomplete: bool = False,
+                  cache: bool = True) -> list[tuple[Trace, str | None]]:
+    """:func:`preflight` of each of ``paths``: the cheap checks in threads (one per core at
+    most: the exec column's reads and sums release the GIL, 5.9 s -> 3.7 s on the eight study
+    traces on 2 cores), then the full checks one at a time (each holds up to a GB while it
+    reads a trace's tables); the results in the order of ``paths``, and the first failure in
+    that order is raised. ``cache`` as :func:`preflight`'s."""
     paths = list(paths)
     if len(paths) <= 1:
-        return [preflight(p, allow_incomplete) for p in paths]
-    with ThreadPoolExecutor(max_workers=min(len(paths), os.cpu_count() or 1)) as ex:
-        return list(ex.map(lambda p: preflight(p, allow_incomplete), paths))
+        cheap = [_cheap(p, allow_incomplete) for p in paths]
+    else:
+        with ThreadPoolExecutor(max_workers=min(len(paths), os.cpu_count() or 1)) as ex:
+            cheap = list(ex.map(lambda p: _cheap(p, allow_incomplete), paths))
+    for trace, note in cheap:
+        if note is None:
+            full_check(trace, cache)
+    return cheap
 
