@@ -64,6 +64,24 @@ def positive_float(text: str) -> float:
     return v
 
 
+def float_in(low: float, high: float) -> Callable[[str], float]:
+    """A parser of a finite number from ``low`` to ``high`` (both included).
+
+    Returns
+    -------
+    callable
+        Text -> the number; raises :class:`argparse.ArgumentTypeError` naming the range when
+        the text is not a number in it.
+    """
+    def parse(text: str) -> float:
+        v = positive_float(text)
+        if not low <= v <= high:
+            raise argparse.ArgumentTypeError(f"expected a number from {low:g} to {high:g}, "
+                                             f"got {text!r}")
+        return v
+    return parse
+
+
 def positive_int(text: str) -> int:
     """A whole number above 0, written as an integer (``10``) or as a number without a
     fractional part (``1e3``, ``10.0``); ``int_at_least(1)`` takes integers only.
@@ -146,4 +164,5 @@ def deprecated_alias(p: argparse.ArgumentParser, old: str, new: str, **kwargs: A
                    new=new, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
 
 
-__all__ = ["deprecated_alias", "int_at_least", "int_list", "positive_float", "positive_int"]
+__all__ = ["deprecated_alias", "float_in", "int_at_least", "int_list", "positive_float",
+           "positive_int"]

@@ -112,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(modules[args.command].run(args) or 0)
+    except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback (results stay unfinished)
+        print(f"\npysched {args.command}: interrupted", file=sys.stderr)
+        return 130
     except (MemoryError, OSError, RuntimeError) as exc:
         if not _limits.is_out_of_memory(exc):
             raise

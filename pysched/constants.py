@@ -11,6 +11,12 @@ IPC = 1.0
 EPOCH_SECONDS = 0.003
 #: That epoch in instructions of one vCPU at CLOCK_HZ and IPC: 6,000,000.
 DEFAULT_EPOCH = int(EPOCH_SECONDS * CLOCK_HZ * IPC)
+#: The epochs (simulated ms) the command line and sweep files take. Below 0.1 ms an epoch
+#: holds few of the sandbox's chunks (up to 20,000 instructions, 4-40 us on the default cores),
+#: and a window's rates then count the instructions of chunks that end after it; above a
+#: simulated second the copies' start offsets, drawn over an epoch, spread the replay of traces
+#: of tens of ms over more simulated time than they hold.
+EPOCH_MS_RANGE = (0.1, 1000.0)
 
 #: First kernel virtual address of x86-64: the canonical upper half starts here (4-level
 #: paging; 5-level paging's kernel half starts higher, at 0xFF00000000000000, and is also

@@ -35,6 +35,15 @@ def test_list_names_every_policy():
     (["--load", "0", "--load-unit", "copies"], "--load: 0 is not a number of copies"),
     (["--load-unit", "cores"], "argument --load-unit: invalid choice: 'cores'"),
     (["--epoch-ms", "nan"], "expected a positive finite number"),
+    (["--epoch-ms", "1e-9"], "--epoch-ms: expected a number from 0.1 to 1000"),
+    (["--epoch-ms", "1e6"], "--epoch-ms: expected a number from 0.1 to 1000"),
+    (["--policies", ","], "--policies: no policy given"),
+    (["--policies", "linux,linux"], "--policies: linux given twice"),
+    (["--cores", "2,2"], "--cores: 2 given twice"),
+    (["--policies", "linux:"], "policy 'linux': parameter '' is not key=value"),
+    (["--policies", "schedtask:threshold=0.5:threshold=0.9"], "'threshold' given twice"),
+    (["--policies", "schedtask:threshold=abc"], "threshold='abc' is not a number"),
+    (["--policies", "slicc:max_queue=-5"], "policy 'slicc' (max_queue=-5): max_queue must be"),
 ])
 def test_bad_arguments_are_named(tmp_path, args, message):
     r = evaluate(str(DATA / "dss-mem"), "--out", str(tmp_path / "o"), *args)
@@ -46,6 +55,8 @@ def test_bad_arguments_are_named(tmp_path, args, message):
 def test_missing_trace_and_busy_out_are_refused(tmp_path):
     r = evaluate(str(tmp_path / "none"), "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and "not a trace directory" in r.stderr
+    r = evaluate(str(DATA / "dss-mem"), str(DATA / "dss-mem") + "/", "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and "two traces have the same name" in r.stderr
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("")
     r = evaluate(str(DATA / "dss-mem"), "--out", str(tmp_path / "full"))
@@ -219,3 +230,21 @@ def test_a_window_is_the_first_epochs_of_the_whole_run():
 def test_bad_epochs_is_named(tmp_path):
     r = evaluate(str(DATA / "dss-mem"), "--out", str(tmp_path / "o"), "--epochs", "0")
     assert r.returncode == 2 and "--epochs" in r.stderr and "positive" in r.stderr
+
+
+def test_ctrl_c_is_one_line_and_leaves_nothing_finished(tmp_path, monkeypatch, capsys):
+    from pysched.cli import main
+    from pysched.evaluation import command, runner
+
+    def stop(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(runner, "evaluate", stop)
+    out = tmp_path / "o"
+    assert main(["evaluate", str(DATA / "dss-mem"), "--policies", "linux", "--cores", "2",
+                 "--out", str(out)]) == 130
+    assert "interrupted; nothing written to" in capsys.readouterr().err
+    assert not out.exists() and not list(tmp_path.glob(".o.*"))
+    # a command without a handler of its own: the command line's one line
+    monkeypatch.setattr(command, "run", stop)
+    assert main(["evaluate", "x", "--out", str(out)]) == 130
+    assert "pysched evaluate: interrupted" in capsys.readouterr().err

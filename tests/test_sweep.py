@@ -41,7 +41,7 @@ def sweep_cli(*args: str, **kw) -> subprocess.Popen:
     ('[[grid]]\ntrace = "TRACE"\npolicy = ["linux", "nope"]\n',
      "grid[0].policy[1]: unknown policy 'nope'"),
     ('[[grid]]\ntrace = "TRACE"\npolicy = "schedtask:stealing=maybe"\n',
-     "grid[0].policy: schedtask: stealing must be one of"),
+     "grid[0].policy: policy 'schedtask' (stealing=maybe): schedtask: stealing must be one of"),
     ('[[grid]]\ntrace = "TRACE"\npolicy = "linux"\ncores = [8, 0]\n', "grid[0].cores[1]"),
     ('[[grid]]\ntrace = "TRACE"\npolicy = "linux"\nl1i_kb = [16, 48]\n',
      "grid[0].l1i_kb[1]: 48 KB"),
@@ -64,6 +64,8 @@ def sweep_cli(*args: str, **kw) -> subprocess.Popen:
      "sweep.epochs: expected a whole number of epochs of at least 1, got 0"),
     ('[sweep]\nepochs = 2.5\n[[grid]]\ntrace = "TRACE"\npolicy = "linux"\n',
      "sweep.epochs: expected a whole number of epochs of at least 1, got 2.5"),
+    ('[sweep]\nepoch_ms = 0.01\n[[grid]]\ntrace = "TRACE"\npolicy = "linux"\n',
+     "sweep.epoch_ms: expected a number of milliseconds from 0.1 to 1000, got 0.01"),
     ('[grids]\ntrace = "TRACE"\n', "unknown table(s) 'grids'"),
     ('[[grid]\n', "cannot parse"),
 ])

@@ -6,10 +6,10 @@ import sys
 from pathlib import Path
 
 from pysched._argtypes import int_list as _int_list
-from pysched._argtypes import positive_float as _positive_float
+from pysched._argtypes import float_in
 from pysched._argtypes import positive_int as _positive_int
 from pysched.policies.files import add_argument as add_policy_file_argument
-from pysched.constants import LOAD_COPIES, LOAD_MACHINE, LOAD_UNITS
+from pysched.constants import EPOCH_MS_RANGE, LOAD_COPIES, LOAD_MACHINE, LOAD_UNITS
 from pysched.sandbox.device_loop import DEVICE_TIMINGS
 from pysched.sandbox.switch_cost import SWITCH_COSTS, TRACED
 
@@ -42,8 +42,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "the simulated run of the request it answers (a network peer's packet "
                         "its traced think time after the guest's transmit); 'traced': every "
                         "interrupt at its traced time; see pysched.sandbox.device_loop")
-    p.add_argument("--epoch-ms", type=_positive_float, default=3.0,
-                   help="epoch length in simulated milliseconds (default 3, section 4.4; "
+    p.add_argument("--epoch-ms", type=float_in(*EPOCH_MS_RANGE), default=3.0,
+                   help="epoch length in simulated milliseconds, 0.1 to 1000 (default 3, "
+                        "section 4.4; "
                         "`analyse --epoch-insns` is the same epoch in traced instructions)")
     p.add_argument("--epochs", type=_positive_int, default=None, metavar="N",
                    help="a window: stop every run after N epochs of --epoch-ms instead of "
@@ -95,6 +96,11 @@ def run(args: argparse.Namespace) -> int:
         if not Path(t).is_dir():
             print(f"pysched evaluate: {t}: not a trace directory", file=sys.stderr)
             return 2
+    names = [Path(t).resolve().name for t in args.traces]
+    if len(set(names)) != len(names):
+        print(f"pysched evaluate: two traces have the same name ({', '.join(names)}): their "
+              "runs would be one row of the results", file=sys.stderr)
+        return 2
     base = None
     if args.machine is not None:
         from pysched.models.configio import ConfigError
@@ -138,5 +144,8 @@ def run(args: argparse.Namespace) -> int:
     except (TraceError, ValueError, MemoryError) as e:
         print(f"pysched evaluate: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"\npysched evaluate: interrupted; nothing written to {out}", file=sys.stderr)
+        return 130
     print((out / "summary.md").read_text())
     return 0

@@ -248,6 +248,13 @@ def run_copies(t: PreparedTrace, load: int, cores: int, load_unit: str = LOAD_MA
 def check_request(policies: Sequence[str], cores: Sequence[int], loads: Sequence[int],
                   load_unit: str = LOAD_MACHINE) -> None:
     """Refuse a bad request before any long work; messages name the argument."""
+    if not policies:
+        raise ValueError("--policies: no policy given")
+    for arg, given in (("--policies", policies), ("--cores", cores), ("--load", loads)):
+        twice = sorted({str(x) for x in given if list(given).count(x) > 1})
+        if twice:
+            raise ValueError(f"{arg}: {', '.join(twice)} given twice (each run is one row of "
+                             "the results)")
     for p in policies:
         try:
             get_policy(p)

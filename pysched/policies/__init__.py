@@ -44,18 +44,30 @@ def get_policy(name: str, **params) -> Policy:
     """
     if ":" in name:
         name, _, spec = name.partition(":")
-        for item in filter(None, spec.split(":")):
+        for item in spec.split(":"):
             key, eq, val = item.partition("=")
+            key = key.strip()
             if not eq or not key:
-                raise ValueError(f"policy {name!r}: parameter {item!r} is not key=value")
-            params[key.strip()] = _number(val.strip())
+                raise ValueError(f"policy {name!r}: parameter {item!r} is not key=value "
+                                 "(name:key=value:key=value)")
+            if key in params:
+                raise ValueError(f"policy {name!r}: parameter {key!r} given twice")
+            params[key] = _number(val.strip())
     cls = REGISTRY.get(name)
     if cls is None:
         raise ValueError(f"unknown policy {name!r}; registered: {', '.join(REGISTRY)}")
+    defaults = parameters(cls)
+    for key, val in params.items():
+        d = defaults.get(key)
+        if isinstance(d, (int, float)) and not isinstance(d, bool) and isinstance(val, str):
+            raise ValueError(f"policy {name!r}: {key}={val!r} is not a number (default {d!r})")
     try:
         return cls(**params)
     except TypeError as e:
         raise ValueError(f"policy {name!r}: {e}") from None
+    except ValueError as e:
+        given = ":".join(f"{k}={v}" for k, v in params.items())
+        raise ValueError(f"policy {name!r} ({given}): {e}") from None
 
 
 def _number(text: str):

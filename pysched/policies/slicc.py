@@ -21,7 +21,10 @@ class SLICC(Policy):
 
     def __init__(self, max_queue: int = 2) -> None:
         super().__init__()
-        self.max_queue = int(max_queue)
+        if isinstance(max_queue, bool) or not isinstance(max_queue, int) or max_queue < 0:
+            raise ValueError(f"max_queue must be a whole number of queued items, at least 0 "
+                             f"(0: follow a type only to an empty queue), got {max_queue!r}")
+        self.max_queue = max_queue
 
     def attach(self, sim) -> None:
         super().attach(sim)

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from pysched._argtypes import positive_float, positive_int
+from pysched._argtypes import float_in, positive_int
+from pysched.constants import EPOCH_MS_RANGE
 from pysched.policies.files import add_argument as add_policy_file_argument
 
 from . import on_dask
@@ -29,8 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epochs", type=positive_int, default=None, metavar="N",
                    help="measure a window of the first N epochs of every run (default: the "
                         "whole replay)")
-    p.add_argument("--epoch-ms", type=positive_float, default=3.0,
-                   help="epoch length in simulated milliseconds (default 3)")
+    p.add_argument("--epoch-ms", type=float_in(*EPOCH_MS_RANGE), default=3.0,
+                   help="epoch length in simulated milliseconds, 0.1 to 1000 (default 3)")
     p.add_argument("--factor", action="append", default=[], metavar="SPEC",
                    help="a policy parameter as a factor, POLICY:param=v1,v2 (v1 for the "
                         "defaults), or a model factor restricted to some settings, e.g. "

@@ -8,7 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from pysched._argtypes import deprecated_alias, int_list, positive_float, positive_int
+from pysched._argtypes import deprecated_alias, float_in, int_list, positive_int
+from pysched.constants import EPOCH_MS_RANGE
 from pysched.policies.files import add_argument as add_policy_file_argument
 from pysched.sandbox.switch_cost import SWITCH_COSTS, TRACED
 
@@ -49,8 +50,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--epochs", type=positive_int, default=None, metavar="N",
                    help="measure a window of the first N epochs of every run (default: whole "
                         "replays; hours on a 2-core host)")
-    s.add_argument("--epoch-ms", type=positive_float, default=3.0,
-                   help="epoch length in simulated milliseconds (default 3, section 4.4)")
+    s.add_argument("--epoch-ms", type=float_in(*EPOCH_MS_RANGE), default=3.0,
+                   help="epoch length in simulated milliseconds, 0.1 to 1000 (default 3, "
+                        "section 4.4)")
     s.add_argument("--switch-cost", choices=SWITCH_COSTS, default=TRACED,
                    help="as `pysched evaluate --switch-cost` (default traced)")
     s.add_argument("--out", type=Path, required=True,

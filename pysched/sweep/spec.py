@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from pysched.constants import LOAD_MACHINE, LOAD_UNITS
+from pysched.constants import EPOCH_MS_RANGE, LOAD_MACHINE, LOAD_UNITS
 from pysched.models.configio import ConfigError
 from pysched.models.machine import MachineConfig
 from pysched.policies import REGISTRY, get_policy
@@ -340,10 +340,11 @@ def parse_spec(data: dict, where: str, root: Path) -> Sweep:
     head = data.get("sweep", {})
     _check_keys(head, SWEEP_KEYS, f"{where}: sweep")
     epoch_ms = head.get("epoch_ms", 3.0)
+    lo, hi = EPOCH_MS_RANGE
     if isinstance(epoch_ms, bool) or not isinstance(epoch_ms, (int, float)) \
-            or not math.isfinite(epoch_ms) or epoch_ms <= 0:
-        raise SweepSpecError(f"{where}: sweep.epoch_ms: expected a positive number of "
-                             f"milliseconds, got {epoch_ms!r}")
+            or not math.isfinite(epoch_ms) or not lo <= epoch_ms <= hi:
+        raise SweepSpecError(f"{where}: sweep.epoch_ms: expected a number of milliseconds "
+                             f"from {lo:g} to {hi:g}, got {epoch_ms!r}")
     window = head.get("epochs")
     if window is not None and (isinstance(window, bool) or not isinstance(window, int)
                                or window < 1):
