@@ -77,10 +77,16 @@ def test_a_passing_verdict_is_kept_until_a_byte_or_the_checker_changes(tmp_path:
     monkeypatch.setattr(verdicts, "checker_digest", lambda: "another checker")
     preflight(path)
     assert len(calls) == 3
+    # pysched check keeps the verdict of a trace it passes
+    (path / "manifest.json").write_text(json.dumps({}) + "\n\n")
+    assert main(["check", str(path)]) == 0
+    n = len(calls)
+    preflight(path)
+    assert len(calls) == n
     # --no-cache: checked, nothing read or written
     before = sorted(p.name for p in (cache / verdicts.SUBDIR).iterdir())
     preflight(path, cache=False)
-    assert len(calls) == 4
+    assert len(calls) == n + 1
     assert sorted(p.name for p in (cache / verdicts.SUBDIR).iterdir()) == before
 
 

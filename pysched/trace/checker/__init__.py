@@ -55,6 +55,7 @@ from .health import check_health
 from .timer import check_timer
 from .preflight import (TraceRejected, check_complete, check_parts, check_totals, preflight,
                         preflight_all)
+from . import verdicts
 from .static import FRAMES, check_blocks, check_frames
 from .vcpu import (ICOUNT, check_events, check_exec, check_mem, check_user_pcs_recorded,
                    check_user_returns)
@@ -188,4 +189,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print("FAILED", file=out)
         return 1
     print(report.format(), file=out)
+    if report.ok:
+        verdicts.remember(trace)  # the commands after it need not check this trace again
     return 0 if report.ok else 1

@@ -56,6 +56,12 @@ def verdict_path(trace: Trace) -> Path:
     return cache_dir() / SUBDIR / key.hexdigest()
 
 
+def remember(trace: Trace) -> None:
+    """Keep the verdict of a trace that passed every check (``pysched check`` calls it, so a
+    command after it does not check the trace again)."""
+    _remember(verdict_path(trace))
+
+
 def _remember(path: Path) -> None:
     """Store a passing verdict (written beside, then renamed: never half there)."""
     try:
@@ -102,4 +108,5 @@ def full_check(trace: Trace, cache: bool = True) -> None:
         _remember(where)
 
 
-__all__ = ["FORMAT", "LIBRARIES", "SUBDIR", "checker_digest", "full_check", "verdict_path"]
+__all__ = ["FORMAT", "LIBRARIES", "SUBDIR", "checker_digest", "full_check", "remember",
+           "verdict_path"]
