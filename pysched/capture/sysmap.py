@@ -15,6 +15,7 @@ from pysched.trace.symbol_files import moved_system_map
 SYSTEM_MAP_GZ = "System.map.gz"
 MODULES_MAP_GZ = "modules.map.gz"
 
+
 def _plugin_slide(out: Path) -> int | None:
     """The kernel's virtual slide the plugin found (``plugin.json``), or None."""
     try:
