@@ -150,6 +150,18 @@ def test_a_symmetric_machine_has_nothing_to_swap():
         eng = run_four(policy, 50_000, machine)[1]
         runs[policy] = eng.snapshot(eng.now)
     assert runs["hrrs"].cycles.sum() == runs["linux"].cycles.sum()
+    # and the policy says so, where the asymmetric machine's run has nothing to say
+    pol = run_four("hrrs", 50_000, machine)[2]
+    assert len(pol.notes()) == 1 and "every core of the machine is alike" in pol.notes()[0]
+    assert run_four("hrrs", 50_000)[2].notes() == []
+    assert get_policy("linux").notes() == []
+
+
+def test_a_run_without_a_swap_says_so():
+    # one thread, on the big core: no small core ever runs user code to swap with
+    pol = run_four("fairness", 50_000, threads=[[(0, 50_000, 0, FIRST)]])[2]
+    assert pol.hw.swaps == pol.hw.pulls == 0
+    assert len(pol.notes()) == 1 and pol.notes()[0].startswith("no hardware swap in the run")
 
 
 def test_a_hardware_move_costs_the_migration_cycles_not_a_switch():

@@ -251,6 +251,22 @@ def test_cache_fair_runs_in_the_sandbox():
     assert len(pol.threads[0].samples_own) >= 1
 
 
+def test_a_run_that_adjusted_nothing_says_why():
+    sim = FakeSim()
+    pol = get_policy("cache-fair")
+    pol.attach(sim)
+    assert "no thread is in the cache-fair class" in pol.notes()[0]
+    pol = get_policy("cache-fair:fair=0:best_effort=3:min_run_insns=1000")
+    pol.attach(sim)
+    run_pair(sim, pol, 0, 1, 5000, 0.01, 0.01)
+    assert pol.notes() == ["no time slice was adjusted in the run: 0 of 1 cache-fair threads "
+                           "had a fair miss rate (a sampling phase needs 10 runs of at least "
+                           "1,000 instructions each; then one adjustment every 50,000,000 "
+                           "instructions); it scheduled as `linux`"]
+    pol.adjustments.append((0.0, 0, 3, 1e-6))
+    assert pol.notes() == []
+
+
 def test_combined_workloads_run_side_by_side():
     from pysched.sandbox.combine import DATA_PART_STRIDE_LINES, combine
     a = tiny([[(0, 3000, 0, FIRST), (0, 2000, 1, START)], [(1, 4000, 0, FIRST)]],

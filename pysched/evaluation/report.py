@@ -239,6 +239,7 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux",
         lines += ["## Not whole traces", ""]
         lines += [f"- **{x.trace}**: {x.note}" for x in notes.itertuples()]
         lines.append("")
+    lines += _policy_note_lines(runs)
     deps = sorted(set(runs.get("dependencies", pd.Series(dtype=str))))
     if "traced-time" in deps:
         lines.append("Traces without a `wakeups` table replay blocked threads on the trace's "
@@ -250,6 +251,23 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux",
             lines.append(text)
     lines += _host_lines(runs)
     return "\n".join(lines)
+
+
+def _policy_note_lines(runs: pd.DataFrame) -> list[str]:
+    """The policies' own notes on their runs (``policy_note``), one line per policy and note
+    with the runs it applies to."""
+    if "policy_note" not in runs:
+        return []
+    # runs read back from runs.csv have NaN where a policy had no note
+    noted = runs.loc[runs["policy_note"].fillna("").astype(str) != ""]
+    if not len(noted):
+        return []
+    lines = ["## Policy notes", ""]
+    for (policy, note), g in noted.groupby(["policy", "policy_note"], sort=False):
+        where = ", ".join(f"{x.trace} at {x.cores} cores, {load_label(x.load, x.load_unit)}"
+                          for x in g.itertuples())
+        lines.append(f"- **{policy}** ({where}): {note}.")
+    return lines + [""]
 
 
 def write(out: Path, epochs: pd.DataFrame, runs: pd.DataFrame, baseline: str = "linux",

@@ -325,7 +325,8 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
     cycles are ``switch_cycles / switches``), ``switch_path_insns`` (the traced path's
     instructions per switch, NaN otherwise) and ``os_migration_cost_cycles`` (-1: the cores'
     ``migration_cycles``), and every :class:`SandboxConfig` model field (``idle_retry``,
-    ``kernel_data``, ``copy_phase``, ``ifetch_penalty``, ...).
+    ``kernel_data``, ``copy_phase``, ``ifetch_penalty``, ...). ``policy_note`` holds what the
+    policy said of its run (:meth:`~pysched.policies.base.Policy.notes`; empty: nothing).
     """
     import time
     check_request(policies, cores, loads, load_unit)
@@ -400,6 +401,7 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
                                  "last_irq_s": t.meta.get("last_irq_s", float("nan")),
                                  "dependencies": t.meta.get("dependencies", ""),
                                  "note": t.meta.get("note") or "",
+                                 "policy_note": "; ".join(pol.notes()),
                                  "wall_s": wall})
                     extra = {} if measure is None else dict(measure(res, pol, t))
                     if clash := sorted(set(extra) & set(runs[-1])):

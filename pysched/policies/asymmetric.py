@@ -106,6 +106,19 @@ class HardwareSwapper:
             self.big = []  # a symmetric machine: nothing to swap
         self.due_at = {b: self.quantum_s for b in self.big}
 
+    def notes(self) -> list[str]:
+        """Why the run's schedule is the OS's alone, when it is: a machine whose cores are
+        all alike, or a run in which no swap and no pull happened."""
+        if not self.big:
+            return ["every core of the machine is alike, so there was no faster core to "
+                    "swap threads onto (seed 001 assumes big and small cores: a `--machine` "
+                    "file with two core types); it scheduled as `linux`"]
+        if self.swaps + self.pulls == 0:
+            return [f"no hardware swap in the run ({self.deferrals} waits for a big core's "
+                    f"user mode, {self.no_partner} quanta without a small core in user "
+                    f"mode); it scheduled as `linux`"]
+        return []
+
     # --- what the hardware sees -----------------------------------------------------------------
     def user_mode(self, core: int) -> bool:
         """``core`` runs a thread item of application code (section 3.2's per-core bit)."""

@@ -24,6 +24,8 @@ Hooks (all optional):
 ``item_done``          an item finished (its cycles: the stats a kernel could collect)
 ``epoch_end``          an epoch of simulated time ended, with its statistics
 ``decisions``          after the run: what the policy decided, as rows (optional)
+``notes``              after the run: what the results cannot show, e.g. that the
+                       policy had nothing to act on and scheduled as its base (optional)
 ``tick``               every ``tick_s`` seconds, when the policy sets ``tick_s``: the
                        hardware below the OS (seed 001's hardware quantum) may move
                        running threads (``sim.migrate_running``) or change a core's
@@ -156,6 +158,14 @@ class Policy:
         SchedTask's allocation table after every epoch); :func:`pysched.evaluation.evaluate`
         collects them. Default: none."""
         return []
+
+    def notes(self) -> list[str]:
+        """What a reader of the run's results must know that its figures do not show, asked
+        after the run: e.g. that the policy found nothing to act on and so scheduled as its
+        base did (the run row's ``policy_note``, the evaluation summary's "Policy notes").
+        Default: none."""
+        return []
+
     def tick(self) -> float | None:
         """Called every :attr:`tick_s` seconds when that is set; returns the seconds to the
         next call (None: :attr:`tick_s`)."""

@@ -169,6 +169,20 @@ class CacheFair(CfsPolicy):
         m = sim.machine
         self.penalty = [float(stall_table(m.hierarchy, c)[1, 3]) for c in m.cores]
 
+    def notes(self) -> list[str]:
+        if not self.fair_all:
+            return ["no thread is in the cache-fair class (parameter `fair`, dense thread ids "
+                    "of the workload), so no time slice was adjusted; it scheduled as `linux`"]
+        if not self.adjustments:
+            rated = sum(not math.isnan(th.fair_rate) for th in self.threads.values())
+            how = ("given by `fair_rate`" if self.given_rate is not None else
+                   f"a sampling phase needs {self.nsamples} runs of at least "
+                   f"{self.min_run:,} instructions each")
+            return [f"no time slice was adjusted in the run: {rated} of {len(self.fair_all)} "
+                    f"cache-fair threads had a fair miss rate ({how}; then one adjustment "
+                    f"every {self.interval:,} instructions); it scheduled as `linux`"]
+        return []
+
     # --- counters -------------------------------------------------------------------------------
     def _counters(self, t: int) -> tuple[int, float, int]:
         s = self.sim

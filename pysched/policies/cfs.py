@@ -215,6 +215,9 @@ class CfsPolicy(Policy):
     def tick(self) -> float | None:
         return None if self.hw is None else self.hw.tick()
 
+    def notes(self) -> list[str]:
+        return [] if self.hw is None else self.hw.notes()
+
     def thread_ready(self, work: Work, last_core: int) -> int:
         return self.cfs.thread_ready(work, last_core)
 
