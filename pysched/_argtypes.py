@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 
@@ -107,6 +108,20 @@ def positive_int(text: str) -> int:
     return int(v)
 
 
+def path(text: str) -> Path:
+    """A file or directory name; an empty one is refused (``Path("")`` would be the current
+    directory, which no one means by ``--out ""``).
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        When ``text`` is empty or blank.
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected a path, got {text!r}")
+    return Path(text)
+
+
 def int_at_least(low: int) -> Callable[[str], int]:
     """A parser of an integer of at least ``low``.
 
@@ -164,5 +179,5 @@ def deprecated_alias(p: argparse.ArgumentParser, old: str, new: str, **kwargs: A
                    new=new, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
 
 
-__all__ = ["deprecated_alias", "float_in", "int_at_least", "int_list", "positive_float",
+__all__ = ["deprecated_alias", "float_in", "int_at_least", "int_list", "path", "positive_float",
            "positive_int"]

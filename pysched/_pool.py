@@ -12,10 +12,9 @@ import contextlib
 import multiprocessing
 import os
 import signal
-import threading
 from typing import Callable, Iterator, Sequence, TypeVar
 
-from pysched import _limits
+from pysched import _limits, _signals
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -37,10 +36,6 @@ def _call(job: tuple[Callable, int, object]) -> tuple[int, object]:
     return i, fn(item)
 
 
-def _terminate(signum, frame):
-    raise KeyboardInterrupt  # SIGTERM unwinds like Ctrl-C: the workers are terminated
-
-
 class Jobs:
     """A pool of ``jobs`` worker processes for one command (a context manager).
 
@@ -58,12 +53,13 @@ class Jobs:
     def __init__(self, jobs: int) -> None:
         self.jobs = max(1, int(jobs))
         self._pool = None
-        self._previous = None
+        self._unwinding = None
 
     def __enter__(self) -> "Jobs":
         if self.jobs > 1:
-            if threading.current_thread() is threading.main_thread():
-                self._previous = signal.signal(signal.SIGTERM, _terminate)
+            # SIGTERM unwinds like Ctrl-C: the workers are terminated on the way out
+            self._unwinding = _signals.unwinding()
+            self._unwinding.__enter__()
             self._pool = multiprocessing.get_context("spawn").Pool(
                 self.jobs, initializer=_worker_init)
         return self
@@ -74,9 +70,9 @@ class Jobs:
             with contextlib.suppress(Exception):
                 self._pool.join()
             self._pool = None
-        if self._previous is not None:
-            signal.signal(signal.SIGTERM, self._previous)
-            self._previous = None
+        if self._unwinding is not None:
+            self._unwinding.__exit__(None, None, None)
+            self._unwinding = None
 
     def run(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[tuple[int, R]]:
         """``(index, fn(item))`` for every item, in the order they finish (``fn`` a

@@ -9,7 +9,7 @@ import argparse
 import importlib
 import sys
 
-from pysched import _limits
+from pysched import _limits, _signals
 
 # name -> (module, one-line help, example closing its help)
 _COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -111,10 +111,13 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"argument {w[:-3]}: expected a value, got '--'")
     args = parser.parse_args(argv)
     try:
-        return int(modules[args.command].run(args) or 0)
-    except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback (results stay unfinished)
-        print(f"\npysched {args.command}: interrupted", file=sys.stderr)
-        return 130
+        # Ctrl-C, SIGTERM and SIGHUP: the commands' clean-up runs, then one line, not a
+        # traceback (results stay unfinished)
+        with _signals.unwinding():
+            return int(modules[args.command].run(args) or 0)
+    except KeyboardInterrupt as e:
+        print(f"\npysched {args.command}: {_signals.how(e)}", file=sys.stderr)
+        return _signals.exit_status(e)
     except (MemoryError, OSError, RuntimeError) as exc:
         if not _limits.is_out_of_memory(exc):
             raise

@@ -406,5 +406,15 @@ def test_running_map_moves_kernel_image_symbols_only(tmp_path: Path) -> None:
     assert lines == ["000000000001fb80 A current_task", "ffffffffad600000 T _stext",
                      "ffffffffae200010 T entry_SYSCALL_64"]
     (d / "plugin.json").write_text(json.dumps({"kaslr": {"found": False, "reason": "x"}}))
-    with pytest.raises(ValueError, match="plugin.json: the plugin did not find"):
+    with pytest.raises(ValueError, match=r"plugin.json: the plugin did not find.*\(x\)"):
         sysmap.write_running_map(src, d)
+    # a plugin.json without the record (plugins before it: nokaslr boots) reads as slide 0,
+    # as it does for every reader of the slide
+    (d / "plugin.json").write_text(json.dumps({"vcpus": 1}))
+    out = sysmap.write_running_map(src, d)
+    assert _gz.decompress(out.read_bytes()).decode().splitlines()[1] == \
+        "ffffffff81000000 T _stext"
+    from pysched.trace.symbol_files import traced_slide
+    assert [traced_slide(i) for i in (None, {}, {"kaslr": {"found": False}},
+                                      {"kaslr": {"found": True, "virtual_slide": 4096}})] == \
+        [0, 0, None, 4096]

@@ -187,6 +187,21 @@ def test_the_summary_says_where_the_core_time_went():
     assert "## 8 cores, 2 copies" in md and "Beside the paper" not in md
 
 
+def test_the_summary_gives_the_policies_notes():
+    from test_schedtask_paper_study import paper_runs
+
+    from pysched.evaluation.report import summary_markdown
+    runs = paper_runs({"schedtask": {"apache": 0.2, "find": 0.0}})
+    assert "## Policy notes" not in summary_markdown(runs)
+    said = (runs["policy"] == "schedtask") & (runs["load"] == 2)
+    # read back from runs.csv, a run without a note has NaN
+    md = summary_markdown(runs.assign(policy_note=pd.Series("it did nothing", index=runs.index)
+                                      .where(said)))
+    notes = md.split("## Policy notes\n\n")[1].split("\n\n")[0]
+    assert notes == ("- **schedtask** (apache at 8 cores, load 2X, find at 8 cores, load 2X): "
+                     "it did nothing.")
+
+
 def test_evaluate_collects_what_schedtask_decided():
     from pysched.evaluation import evaluate, prepare
     t = prepare(DATA / "dss-mem")
@@ -230,21 +245,3 @@ def test_a_window_is_the_first_epochs_of_the_whole_run():
 def test_bad_epochs_is_named(tmp_path):
     r = evaluate(str(DATA / "dss-mem"), "--out", str(tmp_path / "o"), "--epochs", "0")
     assert r.returncode == 2 and "--epochs" in r.stderr and "positive" in r.stderr
-
-
-def test_ctrl_c_is_one_line_and_leaves_nothing_finished(tmp_path, monkeypatch, capsys):
-    from pysched.cli import main
-    from pysched.evaluation import command, runner
-
-    def stop(*a, **k):
-        raise KeyboardInterrupt
-    monkeypatch.setattr(runner, "evaluate", stop)
-    out = tmp_path / "o"
-    assert main(["evaluate", str(DATA / "dss-mem"), "--policies", "linux", "--cores", "2",
-                 "--out", str(out)]) == 130
-    assert "interrupted; nothing written to" in capsys.readouterr().err
-    assert not out.exists() and not list(tmp_path.glob(".o.*"))
-    # a command without a handler of its own: the command line's one line
-    monkeypatch.setattr(command, "run", stop)
-    assert main(["evaluate", "x", "--out", str(out)]) == 130
-    assert "pysched evaluate: interrupted" in capsys.readouterr().err

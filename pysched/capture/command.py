@@ -25,6 +25,7 @@ import signal
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pysched._argtypes import path as path_arg
 from pysched.capture import clock as gclock
 from pysched.capture import console as con
 from pysched.capture import guest as gst
@@ -63,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "the region of interest")
     parser.add_argument("--list", action="store_true",
                         help="list the workloads, what they run and their parameters")
-    parser.add_argument("--out", type=Path, metavar="DIR",
+    parser.add_argument("--out", type=path_arg, metavar="DIR",
                         help="trace directory; must be empty or not exist")
     parser.add_argument("--guest", choices=gst.GUEST_KINDS, default=None,
                         help="debian (default): the Debian image on a virtio disk; busybox: "
@@ -120,13 +121,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--boot-retries", type=int, default=2, metavar="N",
                         help="how many times to restart a guest that hung while booting "
                         "(default 2)")
-    parser.add_argument("--plugin", type=Path, default=None, metavar="PATH",
+    parser.add_argument("--plugin", type=path_arg, default=None, metavar="PATH",
                         help="plugin shared object (default qemu-plugin/build/"
                         "libpysched-trace.so)")
     # Debugging aid: boot the guest without the tracer (no tables are written).
     parser.add_argument("--no-plugin", action="store_true", help=argparse.SUPPRESS)
     # Testing aid: another guest build directory.
-    parser.add_argument("--guest-dir", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--guest-dir", type=path_arg, default=None, help=argparse.SUPPRESS)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -163,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         err(f"error: {e}")
         return EXIT_USAGE
     except (KeyboardInterrupt, rf.RunInterrupted) as e:
-        signum = e.signum if isinstance(e, rf.RunInterrupted) else int(signal.SIGINT)
+        signum = getattr(e, "signum", int(signal.SIGINT))  # Ctrl-C has none
         err(f"stopped by {signal.Signals(signum).name}: QEMU was stopped and the temporary "
             f"files removed; {plan.out} holds an incomplete trace (no {MANIFEST})")
         return 128 + signum

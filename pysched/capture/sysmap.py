@@ -10,26 +10,26 @@ from pathlib import Path
 from typing import Any
 
 from pysched.capture import guest as gst
-from pysched.trace.symbol_files import moved_system_map
+from pysched.trace.symbol_files import moved_system_map, slide_unknown_reason, traced_slide
 
 SYSTEM_MAP_GZ = "System.map.gz"
 MODULES_MAP_GZ = "modules.map.gz"
 
 
-def _plugin_slide(out: Path) -> int | None:
-    """The kernel's virtual slide the plugin found (``plugin.json``), or None."""
+def _plugin_info(out: Path) -> dict | None:
+    """``plugin.json`` of the trace being written (None: missing or unreadable)."""
     try:
-        info = json.loads((out / "plugin.json").read_text())
+        return json.loads((out / "plugin.json").read_text())
     except (OSError, ValueError):
         return None
-    k = info.get("kaslr") or {}
-    return int(k["virtual_slide"]) if k.get("found") else None
 
 
 def write_running_map(sysmap: str | Path, trace_dir: str | Path) -> Path:
     """Write ``TRACE_DIR/System.map.gz``: ``sysmap`` (a ``System.map`` or a saved
     ``/proc/kallsyms``; module lines are left out) moved by the slide the plugin found
-    (``plugin.json``), for a trace recorded by running QEMU with the plugin directly.
+    (``plugin.json``; 0 when it has no ``kaslr`` record, see
+    :func:`~pysched.trace.symbol_files.traced_slide`), for a trace recorded by running QEMU
+    with the plugin directly.
 
     Raises
     ------
@@ -38,12 +38,12 @@ def write_running_map(sysmap: str | Path, trace_dir: str | Path) -> Path:
     """
     sysmap, trace_dir = Path(sysmap), Path(trace_dir)
     info = json.loads((trace_dir / "plugin.json").read_text())
-    k = info.get("kaslr") or {}
-    if not k.get("found"):
+    slide = traced_slide(info)
+    if slide is None:
         raise ValueError(f"{trace_dir / 'plugin.json'}: the plugin did not find the kernel's "
-                         f"slide ({k.get('reason') or 'no kaslr record'})")
+                         f"slide ({slide_unknown_reason(info)})")
     kept = [ln for ln in sysmap.read_text().splitlines() if not ln.rstrip().endswith("]")]
-    data = moved_system_map("\n".join(kept), int(k["virtual_slide"])).encode()
+    data = moved_system_map("\n".join(kept), slide).encode()
     out = trace_dir / SYSTEM_MAP_GZ
     out.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
     return out
@@ -67,7 +67,8 @@ def save_symbols(guest: gst.GuestImage, symbols: Path, out: Path) -> dict[str, A
     """
     kernel_symbols: dict[str, Any] = {"system_map": None, "modules": None, "slide": None,
                                       "slide_kallsyms": None}
-    slide = _plugin_slide(out)
+    # an unknown slide keeps the map as it is: `pysched check` (health) fails such a trace
+    slide = traced_slide(_plugin_info(out))
     if guest.system_map.is_file():
         data = (moved_system_map(guest.system_map.read_text(), slide).encode() if slide
                 else guest.system_map.read_bytes())

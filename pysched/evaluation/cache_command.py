@@ -8,6 +8,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from pysched._argtypes import path as path_arg
+
 from . import prepared_cache
 
 
@@ -27,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = f"{p.description}\n\n{where}" if p.description else where
     p.add_argument("--clear", action="store_true",
                    help="remove every cached prepared trace")
-    p.add_argument("--prepare", nargs="+", metavar="TRACE", type=Path,
+    p.add_argument("--prepare", nargs="+", metavar="TRACE", type=path_arg,
                    help="prepare these trace directories for the sandbox now and store them "
                         "(those in the cache already are left as they are), so that the first "
                         "evaluation of each starts at once")

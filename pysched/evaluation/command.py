@@ -5,8 +5,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from pysched import _signals
 from pysched._argtypes import int_list as _int_list
-from pysched._argtypes import float_in
+from pysched._argtypes import float_in, path as path_arg
 from pysched._argtypes import positive_int as _positive_int
 from pysched.policies.files import add_argument as add_policy_file_argument
 from pysched.constants import EPOCH_MS_RANGE, LOAD_COPIES, LOAD_MACHINE, LOAD_UNITS
@@ -49,12 +50,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epochs", type=_positive_int, default=None, metavar="N",
                    help="a window: stop every run after N epochs of --epoch-ms instead of "
                         "running it to the end (default)")
-    p.add_argument("--machine", type=Path, default=None,
+    p.add_argument("--machine", type=path_arg, default=None,
                    help="machine TOML/JSON (models.machine.MachineConfig, e.g. "
                         "machines/seed001-acmp.toml with --cores 4): used as it is at its own core "
                         "count, else its hierarchy and first core type at every --cores count "
                         "(default: the SchedTask paper's Table 2)")
-    p.add_argument("--out", type=Path, default=None,
+    p.add_argument("--out", type=path_arg, default=None,
                    help="results directory, created when the evaluation is finished; it must "
                         "not exist or be empty (required, except with --list)")
     p.add_argument("--keep-harness", action="store_true",
@@ -144,8 +145,9 @@ def run(args: argparse.Namespace) -> int:
     except (TraceError, ValueError, MemoryError) as e:
         print(f"pysched evaluate: {e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(f"\npysched evaluate: interrupted; nothing written to {out}", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        print(f"\npysched evaluate: {_signals.how(e)}; nothing written to {out}",
+              file=sys.stderr)
+        return _signals.exit_status(e)
     print((out / "summary.md").read_text())
     return 0

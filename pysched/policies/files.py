@@ -20,6 +20,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from pysched._argtypes import path as path_arg
+
 from .base import Policy
 
 #: Characters a policy name may not hold: they separate policies and parameters in
@@ -162,7 +164,7 @@ def source_digest(name: str) -> str | None:
 
 def add_argument(p: argparse.ArgumentParser) -> None:
     """The ``--policy-file FILE`` option (repeatable) of the commands that run policies."""
-    p.add_argument("--policy-file", type=Path, action="append", default=[], metavar="FILE",
+    p.add_argument("--policy-file", type=path_arg, action="append", default=[], metavar="FILE",
                    help="a Python file defining Policy subclasses (see examples/); each is "
                         "registered under its `name`, for --policies and the rest; "
                         "repeatable")

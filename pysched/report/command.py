@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from pysched.superfunctions import DEFAULT_EPOCH
-from pysched._argtypes import deprecated_alias, int_at_least
+from pysched._argtypes import deprecated_alias, int_at_least, path as path_arg
 from pysched._outdir import OutputError, finished_dir
 from pysched._pool import Jobs, default_jobs
 from pysched.heatmaps import SIZES
@@ -43,11 +43,11 @@ def shipped_traces(data: Path) -> list[Path]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("traces", nargs="*", type=Path, metavar="TRACE",
+    p.add_argument("traces", nargs="*", type=path_arg, metavar="TRACE",
                    help="trace directories (default: every trace in --data)")
-    p.add_argument("--data", type=Path, default=Path("data"),
+    p.add_argument("--data", type=path_arg, default=Path("data"),
                    help="where the shipped traces are (default: ./data)")
-    p.add_argument("--out", type=Path, default=Path("results"),
+    p.add_argument("--out", type=path_arg, default=Path("results"),
                    help="results directory, created when the analysis is finished; it must "
                         "not exist or be empty (default: ./results)")
     p.add_argument("--allow-incomplete", action="store_true",

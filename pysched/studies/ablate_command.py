@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from pysched._argtypes import float_in, positive_int
+from pysched._argtypes import float_in, positive_int, path as path_arg
 from pysched.constants import EPOCH_MS_RANGE
 from pysched.policies.files import add_argument as add_policy_file_argument
 
@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "defaults), or a model factor restricted to some settings, e.g. "
                         "switch_cost=traced,zero; repeatable. Every model factor is studied "
                         "(pysched.studies.ablation.FACTORS)")
-    p.add_argument("--out", type=Path, required=True,
+    p.add_argument("--out", type=path_arg, required=True,
                    help="results directory: runs are stored under OUT/points as they finish, "
                         "so a re-run into the same OUT resumes; ablation.csv and ablation.md "
                         "are written when every run is finished")

@@ -4,18 +4,18 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from pysched._argtypes import positive_int
+from pysched import _signals
+from pysched._argtypes import positive_int, path as path_arg
 from pysched.evaluation.cache_command import add_no_cache
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """``--machine``, ``--scheduler``, ``--workers`` and ``--no-cache``."""
-    p.add_argument("--machine", type=Path, default=None,
+    p.add_argument("--machine", type=path_arg, default=None,
                    help="machine TOML/JSON, e.g. machines/seed001-acmp.toml (its hierarchy "
                         "and first core type; default: the SchedTask paper's Table 2)")
     p.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
@@ -38,10 +38,6 @@ def load_machine(path: Path | None):
         raise ValueError(f"--machine {path}: {e}") from None
 
 
-def _terminate(signum, frame):
-    raise KeyboardInterrupt  # SIGTERM unwinds like Ctrl-C: the local cluster is shut down
-
-
 def run_points(points: Sequence, out: Path, args: argparse.Namespace, tag: str,
                err: Callable[[str], int]) -> int:
     """Run the ``points`` not stored under ``out/points`` on Dask (``args.scheduler``,
@@ -50,31 +46,31 @@ def run_points(points: Sequence, out: Path, args: argparse.Namespace, tag: str,
     Returns
     -------
     int
-        0 when every point is stored; else the exit status, after ``err`` said why: 130
-        interrupted (Ctrl-C or SIGTERM), 1 when a point failed or no scheduler answered.
+        0 when every point is stored; else the exit status, after ``err`` said why: 128 + the
+        signal when interrupted (130 Ctrl-C, 143 SIGTERM), 1 when a point failed or no
+        scheduler answered.
     """
     from pysched.sweep.run import run_sweep
     from pysched.sweep.store import ResultStore
     store = ResultStore(out / "points")
     say = (lambda s: print(f"[{tag}] {s}", file=sys.stderr, flush=True))
-    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        outcome = run_sweep(
-            points, store.out, scheduler=args.scheduler, workers=args.workers,
-            cache=not args.no_cache,
-            on_start=lambda n, before, dash: say(f"{n + before} runs: {n} to run, {before} "
-                                                  f"finished before"),
-            on_done=lambda p, e: say(f"{p.label()}: {'FAILED: ' + e if e else 'stored'}"))
-    except KeyboardInterrupt:
+        # SIGTERM unwinds like Ctrl-C: the local cluster is shut down on the way out
+        with _signals.unwinding():
+            outcome = run_sweep(
+                points, store.out, scheduler=args.scheduler, workers=args.workers,
+                cache=not args.no_cache,
+                on_start=lambda n, before, dash: say(f"{n + before} runs: {n} to run, "
+                                                      f"{before} finished before"),
+                on_done=lambda p, e: say(f"{p.label()}: {'FAILED: ' + e if e else 'stored'}"))
+    except KeyboardInterrupt as e:
         n = sum(store.finished(p) for p in points)
-        err(f"interrupted; {n} of {len(points)} runs are stored in {out} (run again to "
+        err(f"{_signals.how(e)}; {n} of {len(points)} runs are stored in {out} (run again to "
             f"finish)")
-        return 130
+        return _signals.exit_status(e)
     except OSError as e:  # e.g. no scheduler at --scheduler
         err(str(e))
         return 1
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     if outcome.failed:
         err(f"{len(outcome.failed)} run(s) failed (see above); the others are stored in "
             f"{out}; nothing summarised")

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pysched._argtypes import int_at_least
+from pysched._argtypes import int_at_least, path as path_arg
 from pysched.evaluation.cache_command import add_no_cache
 
 #: Seed 001's identifiers (the CSV's) -> how the summary names them; + is sooner.
@@ -140,12 +140,12 @@ SEEDS = {"001": seed_001, "002": seed_002, "003": seed_003}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", type=Path, default=Path("data"),
+    p.add_argument("--data", type=path_arg, default=Path("data"),
                    help="where the shipped traces are (default: ./data)")
-    p.add_argument("--out", type=Path, default=Path("results/seeds"),
+    p.add_argument("--out", type=path_arg, default=Path("results/seeds"),
                    help="results directory, created when every table is written; it must "
                         "not exist or be empty (default: ./results/seeds)")
-    p.add_argument("--ablation", type=Path, action="append", default=[], metavar="DIR",
+    p.add_argument("--ablation", type=path_arg, action="append", default=[], metavar="DIR",
                    help="a directory pysched ablate wrote (its ablation.csv) for a seed's "
                         "policy (hrrs, profile-dvfs, cache-fair): the headline quotes its "
                         "one-line reason; repeatable")

@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from pysched._argtypes import deprecated_alias, float_in, int_list, positive_int
+from pysched._argtypes import deprecated_alias, float_in, int_list, positive_int, path as path_arg
 from pysched.constants import EPOCH_MS_RANGE
 from pysched.policies.files import add_argument as add_policy_file_argument
 from pysched.sandbox.switch_cost import SWITCH_COSTS, TRACED
@@ -31,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s = sub.add_parser("schedtask-paper", epilog=EXAMPLE,
                        help="SchedTask and its baselines beside the paper's section 6 "
                             "(Figs 7-11, Table 4) on the eight workloads")
-    s.add_argument("--data", type=Path, default=Path("data"),
+    s.add_argument("--data", type=path_arg, default=Path("data"),
                    help="where the workloads' traces are (default ./data)")
     s.add_argument("--workloads", default=None, metavar="W,W,...",
                    help="workloads (trace directories in --data; default the paper's eight: "
@@ -55,12 +55,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "section 4.4)")
     s.add_argument("--switch-cost", choices=SWITCH_COSTS, default=TRACED,
                    help="as `pysched evaluate --switch-cost` (default traced)")
-    s.add_argument("--out", type=Path, required=True,
+    s.add_argument("--out", type=path_arg, required=True,
                    help="results directory: runs are stored under OUT/points as they finish, "
                         "so a re-run into the same OUT resumes; runs.csv, epochs.parquet, "
                         "summary.md and figures are written when every run is stored")
     on_dask.add_arguments(s)
-    s.add_argument("--ablation", type=Path, action="append", default=[], metavar="DIR",
+    s.add_argument("--ablation", type=path_arg, action="append", default=[], metavar="DIR",
                    help="a directory pysched ablate wrote (its ablation.csv): the one-line "
                    "reason for each policy it ablated goes into the summary's headline, and "
                    "its gains per rule into a table after the paper comparison; repeatable")

@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from pysched.trace import Trace, TraceError
-from pysched.trace.symbol_files import SYSTEM_MAP_NAMES, moved_system_map, open_text
+from pysched.trace.symbol_files import (SYSTEM_MAP_NAMES, moved_system_map, open_text,
+                                       slide_unknown_reason, traced_slide)
 
 #: Default location of the test guest's map (``make guest``).
 GUEST_SYSTEM_MAP = Path(__file__).resolve().parents[2] / "build" / "guest" / "System.map"
@@ -257,23 +258,20 @@ def _guest_matches(trace: Trace) -> tuple[bool, str]:
 
 
 def _traced_slide(trace: Trace) -> int:
-    """The KASLR slide of the traced boot (``plugin.json``'s ``kaslr``; 0 for a trace whose
-    plugin recorded none).
+    """The KASLR slide of the traced boot (:func:`~pysched.trace.symbol_files.traced_slide`).
 
     Raises
     ------
     TraceError
         When the plugin looked for the slide and did not find it.
     """
-    k = (trace.plugin_info or {}).get("kaslr")
-    if k is None:
-        return 0
-    if not k.get("found"):
+    slide = traced_slide(trace.plugin_info)
+    if slide is None:
         raise TraceError(f"{trace.path / 'plugin.json'}: the plugin did not find the kernel's "
-                         f"slide ({k.get('reason') or 'no reason given'}), so the test guest's "
-                         f"System.map cannot be moved to the traced boot's addresses; put that "
-                         f"boot's System.map in the trace directory")
-    return int(k.get("virtual_slide", 0))
+                         f"slide ({slide_unknown_reason(trace.plugin_info)}), so the test "
+                         f"guest's System.map cannot be moved to the traced boot's addresses; "
+                         f"put that boot's System.map in the trace directory")
+    return slide
 
 
 def find_system_map(trace: Trace, copy: bool = True) -> Path:

@@ -2,20 +2,20 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 
-from pysched._argtypes import int_at_least
+from pysched import _signals
+from pysched._argtypes import int_at_least, path as path_arg
 from pysched.evaluation.cache_command import add_no_cache
 from pysched.policies.files import add_argument as add_policy_file_argument
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("spec", type=Path, metavar="SWEEP.toml",
+    p.add_argument("spec", type=path_arg, metavar="SWEEP.toml",
                    help="sweep file: [[grid]] and [[point]] tables (see sweeps/example.toml)")
     add_policy_file_argument(p)
-    p.add_argument("--out", type=Path, required=True,
+    p.add_argument("--out", type=path_arg, required=True,
                    help="results directory; finished points in it are skipped")
     p.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
                    help="an existing Dask scheduler (default: a local cluster on this machine)")
@@ -70,11 +70,6 @@ def say(text: str) -> None:
     print(f"[sweep] {text}", file=sys.stderr, flush=True)
 
 
-def _terminate(signum, frame):
-    # SIGTERM unwinds like Ctrl-C, so the local cluster is shut down on the way out
-    raise KeyboardInterrupt
-
-
 def run(args: argparse.Namespace) -> int:
     from pysched.policies import PolicyFileError, load_policy_files
 
@@ -119,23 +114,22 @@ def _run(args: argparse.Namespace, points: tuple, out: Path) -> int:
     (out / "sweep.toml").write_bytes(args.spec.read_bytes())
     from .run import run_sweep
     progress = _Progress()
-    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        outcome = run_sweep(points, out, scheduler=args.scheduler, workers=args.workers,
-                            on_start=progress.start, on_done=progress.point,
-                            cache=not args.no_cache)
-    except KeyboardInterrupt:
+        # SIGTERM unwinds like Ctrl-C, so the local cluster is shut down on the way out
+        with _signals.unwinding():
+            outcome = run_sweep(points, out, scheduler=args.scheduler, workers=args.workers,
+                                on_start=progress.start, on_done=progress.point,
+                                cache=not args.no_cache)
+    except KeyboardInterrupt as e:
         progress.close()
         n = sum(store.finished(p) for p in points)
-        print(f"pysched sweep: interrupted; {n} of {len(points)} points are stored in "
+        print(f"pysched sweep: {_signals.how(e)}; {n} of {len(points)} points are stored in "
               f"{out} (run again to finish)", file=sys.stderr)
-        return 130
+        return _signals.exit_status(e)
     except OSError as e:  # e.g. no scheduler at --scheduler
         progress.close()
         print(f"pysched sweep: {e}", file=sys.stderr)
         return 1
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     progress.close()
     from .summary import summarise, summary_text
     table = summarise(store.read(list(points), kind="runs"))

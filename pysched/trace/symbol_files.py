@@ -40,6 +40,29 @@ def system_map_in(directory: str | Path) -> Path | None:
     return None
 
 
+def traced_slide(info: dict | None) -> int | None:
+    """The kernel's virtual KASLR slide in the traced boot, from ``plugin.json``'s ``kaslr``
+    record (``info``: the file's contents; None when there is none): 0 when it has no such
+    record (a plugin from before the record, whose traces were booted with ``nokaslr``), None
+    when the plugin looked for the slide and did not find it (:func:`slide_unknown_reason`
+    says why). Every reader of the slide goes through here, so a missing record means the
+    same to all; what an unknown slide means is the caller's (a capture keeps the guest's map
+    as it is and ``pysched check`` fails the trace; moving a map for an existing trace is
+    refused)."""
+    k = (info or {}).get("kaslr")
+    if k is None:
+        return 0
+    if not isinstance(k, dict) or not k.get("found"):
+        return None
+    return int(k.get("virtual_slide") or 0)
+
+
+def slide_unknown_reason(info: dict | None) -> str:
+    """Why the plugin did not find the slide (``plugin.json``'s ``kaslr.reason``)."""
+    k = (info or {}).get("kaslr")
+    return (k.get("reason") if isinstance(k, dict) else None) or "no reason given"
+
+
 def moved_system_map(text: str, slide: int) -> str:
     """``text`` (System.map lines ``ADDRESS TYPE NAME``) with the kernel image's symbols moved
     by ``slide``: the running kernel's addresses, as its ``/proc/kallsyms`` gives them."""
@@ -92,4 +115,4 @@ def recompress_system_map(directory: str | Path) -> dict[str, int | str] | None:
 
 
 __all__ = ["KERNEL_IMAGE", "SYSTEM_MAP_NAMES", "moved_system_map", "open_text",
-           "recompress_system_map", "system_map_in"]
+           "recompress_system_map", "slide_unknown_reason", "system_map_in", "traced_slide"]
