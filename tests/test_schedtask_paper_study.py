@@ -73,6 +73,11 @@ def test_the_summary_sets_ours_beside_the_papers_figures():
     # migrations per million instructions (Fig 10), the unit of the rest: 500 per 10**9
     assert "| schedtask | 0.5 | 0.5 | 0.5 |" in md.split("### Fig 10")[1]
     assert "Why ours may differ" in md
+    # the traces' own scale, when the runs say it (runs.csv before the columns: without it)
+    assert "ours are traces of a few vCPUs and threads" in md
+    sized = comparison_markdown(runs.assign(vcpus=np.where(runs["trace"] == "find", 4, 2),
+                                            threads=np.where(runs["trace"] == "find", 30, 7)))
+    assert "ours are traces of 2 and 4 vCPUs (7 to 30 threads each, here)" in sized
     # fairness among the copies of each traced thread, when the runs have it
     assert "among the copies of each traced thread 0" not in md
     both = comparison_markdown(runs.assign(copy_fairness=np.where(
