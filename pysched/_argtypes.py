@@ -108,9 +108,9 @@ def positive_int(text: str) -> int:
     return int(v)
 
 
-def path(text: str) -> Path:
-    """A file or directory name; an empty one is refused (``Path("")`` would be the current
-    directory, which no one means by ``--out ""``).
+def path_text(text: str) -> str:
+    """A file or directory name as given; an empty one is refused (``Path("")`` would be the
+    current directory, which no one means by ``--out ""``).
 
     Raises
     ------
@@ -119,7 +119,12 @@ def path(text: str) -> Path:
     """
     if not text.strip():
         raise argparse.ArgumentTypeError(f"expected a path, got {text!r}")
-    return Path(text)
+    return text
+
+
+def path(text: str) -> Path:
+    """:func:`path_text` as a :class:`~pathlib.Path`."""
+    return Path(path_text(text))
 
 
 def int_at_least(low: int) -> Callable[[str], int]:
@@ -179,5 +184,5 @@ def deprecated_alias(p: argparse.ArgumentParser, old: str, new: str, **kwargs: A
                    new=new, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
 
 
-__all__ = ["deprecated_alias", "float_in", "int_at_least", "int_list", "path", "positive_float",
-           "positive_int"]
+__all__ = ["deprecated_alias", "float_in", "int_at_least", "int_list", "path", "path_text",
+           "positive_float", "positive_int"]

@@ -3,8 +3,9 @@ worker processes, so that a command uses every core of the machine it runs on.
 
 Workers are started with ``spawn``: the parent has imported numpy, Arrow and numba and may
 hold their threads, which a forked child must not inherit. They ignore Ctrl-C (the parent
-handles it, and SIGTERM, by terminating them) and leave when the parent's pipe closes. With
-one job everything runs in this process as a plain loop (what tests that patch a module use).
+handles it, and SIGTERM and SIGHUP, by terminating them) and leave when the parent's pipe
+closes. With one job everything runs in this process as a plain loop (what tests that patch a
+module use).
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ class Jobs:
     Notes
     -----
     An exception raised by a piece is raised by :meth:`run`; the workers are terminated on
-    leaving the context, also on that exception, Ctrl-C or SIGTERM.
+    leaving the context, also on that exception, Ctrl-C, SIGTERM or SIGHUP.
     """
 
     def __init__(self, jobs: int) -> None:
@@ -57,11 +58,15 @@ class Jobs:
 
     def __enter__(self) -> "Jobs":
         if self.jobs > 1:
-            # SIGTERM unwinds like Ctrl-C: the workers are terminated on the way out
+            # SIGTERM and SIGHUP unwind like Ctrl-C: the workers are terminated on the way out
             self._unwinding = _signals.unwinding()
             self._unwinding.__enter__()
-            self._pool = multiprocessing.get_context("spawn").Pool(
-                self.jobs, initializer=_worker_init)
+            try:
+                self._pool = multiprocessing.get_context("spawn").Pool(
+                    self.jobs, initializer=_worker_init)
+            except BaseException:
+                self.__exit__()
+                raise
         return self
 
     def __exit__(self, *exc) -> None:

@@ -34,13 +34,15 @@ def _raise(signum, frame):
 
 @contextlib.contextmanager
 def unwinding() -> Iterator[None]:
-    """Within the block, SIGTERM and SIGHUP raise :class:`Terminated`; the former handlers are
-    restored after it. Outside the main thread (where Python cannot handle signals) it does
-    nothing."""
+    """Within the block, SIGTERM and SIGHUP raise :class:`Terminated`, unless the process
+    ignores them (``nohup``); the former handlers are restored after it. Outside the main
+    thread (where Python cannot handle signals) it does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = {s: signal.signal(s, _raise) for s in _SIGNALS}
+    # a signal the process was started ignoring (SIGHUP under nohup) stays ignored
+    old = {s: signal.signal(s, _raise) for s in _SIGNALS
+           if signal.getsignal(s) is not signal.SIG_IGN}
     try:
         yield
     finally:

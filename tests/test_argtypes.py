@@ -53,3 +53,14 @@ def test_an_empty_out_is_refused_by_every_command(command, capsys):
         main([*command, "--out", ""])
     assert e.value.code == 2
     assert "argument --out: expected a path, got ''" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["check"], ["devices"], ["evaluate", "--out", "o"],
+                                     ["ablate", "--policy", "linux", "--out", "o"],
+                                     ["analyse"], ["cache", "--prepare"]])
+def test_an_empty_trace_is_refused_by_every_command(command, capsys):
+    from pysched.cli import main
+    with pytest.raises(SystemExit) as e:
+        main([*command, ""])
+    assert e.value.code == 2
+    assert "expected a path, got ''" in capsys.readouterr().err

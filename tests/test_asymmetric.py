@@ -152,7 +152,7 @@ def test_a_symmetric_machine_has_nothing_to_swap():
     assert runs["hrrs"].cycles.sum() == runs["linux"].cycles.sum()
     # and the policy says so, where the asymmetric machine's run has nothing to say
     pol = run_four("hrrs", 50_000, machine)[2]
-    assert len(pol.notes()) == 1 and "every core of the machine is alike" in pol.notes()[0]
+    assert len(pol.notes()) == 1 and "no core of the machine is faster" in pol.notes()[0]
     assert run_four("hrrs", 50_000)[2].notes() == []
     assert get_policy("linux").notes() == []
 

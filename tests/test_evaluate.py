@@ -198,8 +198,11 @@ def test_the_summary_gives_the_policies_notes():
     md = summary_markdown(runs.assign(policy_note=pd.Series("it did nothing", index=runs.index)
                                       .where(said)))
     notes = md.split("## Policy notes\n\n")[1].split("\n\n")[0]
-    assert notes == ("- **schedtask** (apache at 8 cores, load 2X, find at 8 cores, load 2X): "
+    assert notes == ("- **schedtask** (apache at 8 cores, load 2X; find at 8 cores, load 2X): "
                      "it did nothing.")
+    # runs.csv read back without any note: a column of NaN
+    assert "## Policy notes" not in summary_markdown(runs.assign(policy_note=np.nan,
+                                                                 note=np.nan))
 
 
 def test_evaluate_collects_what_schedtask_decided():

@@ -27,6 +27,21 @@ def test_a_signal_in_the_block_raises_terminated_and_the_handlers_come_back():
     assert _signals.how(KeyboardInterrupt()) == "interrupted"
 
 
+def test_a_signal_the_process_ignores_stays_ignored():
+    # nohup: SIGHUP ignored from the start, and a run that outlives its terminal keeps going
+    from pysched.capture.runfiles import signals_raise
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        for block in (_signals.unwinding, signals_raise):
+            with block():
+                assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+                assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+                os.kill(os.getpid(), signal.SIGHUP)
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
 def _ctrl_c(*a, **k):
     raise KeyboardInterrupt
 

@@ -155,9 +155,9 @@ def run(args: argparse.Namespace) -> int:
     except (TraceUsageError, rf.OutDirError, gst.GuestNotBuiltError, FileNotFoundError) as e:
         err(f"error: {e}")
         return EXIT_USAGE
-    for d in rf.remove_stale_tmpdirs():
-        err(f"note: removed {d}, left by a run that was killed")
     try:
+        for d in rf.remove_stale_tmpdirs():
+            err(f"note: removed {d}, left by a run that was killed")
         with rf.signals_raise():
             return _run_claimed(plan, args)
     except TraceUsageError as e:

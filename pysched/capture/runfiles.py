@@ -197,9 +197,11 @@ def _raise_interrupted(signum: int, frame: object) -> None:
 
 @contextlib.contextmanager
 def signals_raise() -> Iterator[None]:
-    """Within the block, ``SIGTERM`` and ``SIGHUP`` raise :class:`RunInterrupted`; the former
-    handlers are restored after it (only in the main thread, where Python delivers signals)."""
-    sigs = (signal.SIGTERM, signal.SIGHUP)
+    """Within the block, ``SIGTERM`` and ``SIGHUP`` raise :class:`RunInterrupted`, unless the
+    process ignores them (``nohup``); the former handlers are restored after it (only in the
+    main thread, where Python delivers signals)."""
+    sigs = [s for s in (signal.SIGTERM, signal.SIGHUP)
+            if signal.getsignal(s) is not signal.SIG_IGN]
     try:
         old = {s: signal.signal(s, _raise_interrupted) for s in sigs}
     except ValueError:  # not the main thread

@@ -67,8 +67,10 @@ def save_symbols(guest: gst.GuestImage, symbols: Path, out: Path) -> dict[str, A
     """
     kernel_symbols: dict[str, Any] = {"system_map": None, "modules": None, "slide": None,
                                       "slide_kallsyms": None}
-    # an unknown slide keeps the map as it is: `pysched check` (health) fails such a trace
-    slide = traced_slide(_plugin_info(out))
+    # an unknown slide keeps the map as it is: `pysched check` (health) fails such a trace;
+    # without plugin.json (the plugin did not run) the slide is not known either
+    info = _plugin_info(out)
+    slide = None if info is None else traced_slide(info)
     if guest.system_map.is_file():
         data = (moved_system_map(guest.system_map.read_text(), slide).encode() if slide
                 else guest.system_map.read_bytes())

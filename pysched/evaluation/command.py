@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pysched import _signals
 from pysched._argtypes import int_list as _int_list
-from pysched._argtypes import float_in, path as path_arg
+from pysched._argtypes import float_in, path as path_arg, path_text
 from pysched._argtypes import positive_int as _positive_int
 from pysched.policies.files import add_argument as add_policy_file_argument
 from pysched.constants import EPOCH_MS_RANGE, LOAD_COPIES, LOAD_MACHINE, LOAD_UNITS
@@ -18,7 +18,8 @@ from .cache_command import add_no_cache
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("traces", nargs="*", metavar="TRACE", help="trace directories")
+    p.add_argument("traces", nargs="*", metavar="TRACE", type=path_text,
+                   help="trace directories")
     p.add_argument("--list", action="store_true", help="print the registered policies and exit")
     p.add_argument("--policies", default="as-traced,linux",
                    help="comma-separated policies, each optionally with parameters as "

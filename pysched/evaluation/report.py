@@ -233,7 +233,8 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux",
             lines.append(f"- **{name}**: {e.what}: {e.note}.")
         lines.append("")
     # runs read back from runs.csv have NaN where a trace had no note
-    notes = runs.assign(note=runs.get("note", pd.Series("", index=runs.index)).fillna(""))
+    notes = runs.assign(note=runs.get("note", pd.Series("", index=runs.index))
+                        .astype("string").fillna(""))
     notes = notes.loc[notes["note"].astype(str) != "", ["trace", "note"]].drop_duplicates()
     if len(notes):
         lines += ["## Not whole traces", ""]
@@ -259,12 +260,12 @@ def _policy_note_lines(runs: pd.DataFrame) -> list[str]:
     if "policy_note" not in runs:
         return []
     # runs read back from runs.csv have NaN where a policy had no note
-    noted = runs.loc[runs["policy_note"].fillna("").astype(str) != ""]
+    noted = runs.loc[runs["policy_note"].astype("string").fillna("") != ""]
     if not len(noted):
         return []
     lines = ["## Policy notes", ""]
     for (policy, note), g in noted.groupby(["policy", "policy_note"], sort=False):
-        where = ", ".join(f"{x.trace} at {x.cores} cores, {load_label(x.load, x.load_unit)}"
+        where = "; ".join(f"{x.trace} at {x.cores} cores, {load_label(x.load, x.load_unit)}"
                           for x in g.itertuples())
         lines.append(f"- **{policy}** ({where}): {note}.")
     return lines + [""]

@@ -325,8 +325,9 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
     cycles are ``switch_cycles / switches``), ``switch_path_insns`` (the traced path's
     instructions per switch, NaN otherwise) and ``os_migration_cost_cycles`` (-1: the cores'
     ``migration_cycles``), and every :class:`SandboxConfig` model field (``idle_retry``,
-    ``kernel_data``, ``copy_phase``, ``ifetch_penalty``, ...). ``vcpus`` and ``threads`` are the
-    trace's (one copy's); ``policy_note`` holds what the policy said of its run (:meth:`~pysched.policies.base.Policy.notes`; empty: nothing).
+    ``kernel_data``, ``copy_phase``, ``ifetch_penalty``, ...). ``vcpus`` and ``threads`` are
+    the trace's (one copy's); ``policy_note`` holds what the policy said of its run
+    (:meth:`~pysched.policies.base.Policy.notes`; empty: nothing).
     """
     import time
     check_request(policies, cores, loads, load_unit)

@@ -30,7 +30,8 @@ Approximations, written down here:
 * An idle small core is not a swap partner (the big core's thread would leave the big core
   idle); an idle big core takes the partner's thread without giving one back.
 * Big cores are the cores of the highest nominal speed (frequency / base CPI); on a machine
-  whose cores are all alike there is nothing to swap and the policy is ``linux``.
+  whose cores all have the same nominal speed there is nothing to swap and the policy is
+  ``linux``.
 """
 from __future__ import annotations
 
@@ -107,12 +108,12 @@ class HardwareSwapper:
         self.due_at = {b: self.quantum_s for b in self.big}
 
     def notes(self) -> list[str]:
-        """Why the run's schedule is the OS's alone, when it is: a machine whose cores are
-        all alike, or a run in which no swap and no pull happened."""
+        """Why the run's schedule is the OS's alone, when it is: a machine with no core faster
+        than another, or a run in which no swap and no pull happened."""
         if not self.big:
-            return ["every core of the machine is alike, so there was no faster core to "
-                    "swap threads onto (seed 001 assumes big and small cores: a `--machine` "
-                    "file with two core types); it scheduled as `linux`"]
+            return ["no core of the machine is faster than another, so there was no big core "
+                    "to swap threads onto (seed 001 assumes big and small cores: a `--machine` "
+                    "file with core types of different speeds); it scheduled as `linux`"]
         if self.swaps + self.pulls == 0:
             return [f"no hardware swap in the run ({self.deferrals} waits for a big core's "
                     f"user mode, {self.no_partner} quanta without a small core in user "

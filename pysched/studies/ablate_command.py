@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from pysched._argtypes import float_in, positive_int, path as path_arg
+from pysched._argtypes import float_in, path as path_arg, path_text, positive_int
 from pysched.constants import EPOCH_MS_RANGE
 from pysched.policies.files import add_argument as add_policy_file_argument
 
@@ -15,7 +15,8 @@ from . import on_dask
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("traces", nargs="+", metavar="TRACE", help="trace directories")
+    p.add_argument("traces", nargs="+", metavar="TRACE", type=path_text,
+                   help="trace directories")
     p.add_argument("--policy", required=True, action="append", dest="policies",
                    metavar="POLICY",
                    help="a policy under study, optionally NAME:key=value (see `pysched "

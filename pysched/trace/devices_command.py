@@ -7,6 +7,8 @@ import math
 import sys
 from typing import TextIO
 
+from pysched._argtypes import path_text
+
 from .completions import MAPPED, Completions, link_completions
 from .checker.preflight import preflight
 from .errors import TraceError
@@ -14,7 +16,7 @@ from .errors import TraceError
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``pysched devices``."""
-    parser.add_argument("trace", metavar="DIR",
+    parser.add_argument("trace", metavar="DIR", type=path_text,
                         help="trace directory with device_requests and the manifest's "
                              "/proc/interrupts snapshots")
 

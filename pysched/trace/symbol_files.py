@@ -42,13 +42,12 @@ def system_map_in(directory: str | Path) -> Path | None:
 
 def traced_slide(info: dict | None) -> int | None:
     """The kernel's virtual KASLR slide in the traced boot, from ``plugin.json``'s ``kaslr``
-    record (``info``: the file's contents; None when there is none): 0 when it has no such
-    record (a plugin from before the record, whose traces were booted with ``nokaslr``), None
-    when the plugin looked for the slide and did not find it (:func:`slide_unknown_reason`
-    says why). Every reader of the slide goes through here, so a missing record means the
-    same to all; what an unknown slide means is the caller's (a capture keeps the guest's map
-    as it is and ``pysched check`` fails the trace; moving a map for an existing trace is
-    refused)."""
+    record (``info``: the file's contents): 0 without the record (a trace booted with
+    ``nokaslr`` by a plugin that does not look for the slide), None when the plugin looked for
+    the slide and did not find it (:func:`slide_unknown_reason` says why). Every reader of the
+    slide's value goes through here, so a missing record means the same to all; what an
+    unknown slide means is the caller's (a capture keeps the guest's map as it is and
+    ``pysched check`` fails the trace; moving a map for an existing trace is refused)."""
     k = (info or {}).get("kaslr")
     if k is None:
         return 0

@@ -159,10 +159,10 @@ DIFFERENCES: tuple[str, ...] = (
     "**Model simplifications.** Core timing is an analytic CPI-plus-stalls model, not Tejas's "
     "out-of-order pipeline; TMigrate and TAlloc are charged as instructions at the base CPI, "
     "sized by the paper's own shares (3.2 % and < 0.01 % of the execution, "
-    "`pysched/policies/schedtask.py`), not measured; FlexSC's user-level scheduler costs nothing (the paper's -75 % on the "
-    "single-threaded benchmarks comes from running the Linux scheduler at every system call, "
-    "which the replay does not add); SLICC's tag search is approximated by where a type last "
-    "ran (`pysched/policies/slicc.py`).",
+    "`pysched/policies/schedtask.py`), not measured; FlexSC's user-level scheduler costs "
+    "nothing (the paper's -75 % on the single-threaded benchmarks comes from running the "
+    "Linux scheduler at every system call, which the replay does not add); SLICC's tag "
+    "search is approximated by where a type last ran (`pysched/policies/slicc.py`).",
     "**Scheduling points.** `linux` and the thread-based baselines switch threads only when one "
     "blocks, at a slice's end, for an interrupt or (linux) by wake-up preemption; SchedTask "
     "queues every starting SuperFunction, locally too (Algorithm 1), so it switches at every "
@@ -187,10 +187,11 @@ DIFFERENCES: tuple[str, ...] = (
 
 def scale_difference(runs: pd.DataFrame) -> str:
     """How the replayed workloads' scale differs from the paper's, with the vCPUs and threads
-    of the traces in ``runs`` (their ``vcpus`` and ``threads`` columns; runs written before
-    those existed get the text without them)."""
-    if {"vcpus", "threads"} <= set(runs) and len(runs):
-        one = runs.drop_duplicates("trace")
+    of the traces in ``runs`` (their ``vcpus`` and ``threads`` columns; the general text where
+    no run has them)."""
+    one = runs.dropna(subset=[c for c in ("vcpus", "threads") if c in runs])
+    if {"vcpus", "threads"} <= set(runs) and len(one):
+        one = one.drop_duplicates("trace")
         v = sorted(set(one["vcpus"].astype(int)))
         lo, hi = int(one["threads"].min()), int(one["threads"].max())
         sizes = (f"ours are traces of {_join(v)} vCPU{'s' * (v != [1])} "

@@ -46,7 +46,7 @@ from typing import TextIO
 import numpy as np
 import pyarrow as pa
 
-from pysched._argtypes import int_at_least
+from pysched._argtypes import int_at_least, path_text
 
 from ..blockindex import block_index
 from .devices import check_devices
@@ -169,7 +169,8 @@ def check_trace(trace: Trace, limit: int = 20) -> Report:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``pysched check``."""
-    parser.add_argument("trace", metavar="DIR", help="trace directory written by the plugin")
+    parser.add_argument("trace", metavar="DIR", type=path_text,
+                        help="trace directory written by the plugin")
     parser.add_argument("--limit", type=int_at_least(0), default=20, metavar="N",
                         help="violations shown per check (default: %(default)s)")
 

@@ -33,6 +33,7 @@ import numpy as np
 from ..blockindex import BlockIndex, block_index
 from ..reader import Trace
 from ..schema import UNKNOWN_PADDR
+from ..symbol_files import traced_slide
 from .findings import Location, Report
 
 HEALTH = "health"
@@ -116,12 +117,12 @@ def check_health(trace: Trace, totals: dict[int, int | None], unknown: dict[int,
                                    "outside the kernel text moved by it); probable cause: the "
                                    "symbol map is not the running kernel's")
         ks = (trace.manifest or {}).get("kernel_symbols") or {}
-        if ks.get("slide_kallsyms") is not None and ks["slide_kallsyms"] != kaslr.get(
-                "virtual_slide"):
+        slide = traced_slide(info)
+        if ks.get("slide_kallsyms") is not None and ks["slide_kallsyms"] != slide:
             report.add(HEALTH, Location("manifest.json"),
                        f"the guest's /proc/kallsyms gives the slide {ks['slide_kallsyms']:#x}, "
-                       f"the plugin found {int(kaslr.get('virtual_slide') or 0):#x}; probable "
-                       "cause: the symbol map is not the running kernel's")
+                       f"the plugin found {slide:#x}; probable cause: the symbol map is not "
+                       "the running kernel's")
 
     unresolved = int(info.get("vcpu_unresolved") or 0)
     if unresolved:
