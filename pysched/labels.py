@@ -18,9 +18,12 @@ def load_label(load: int, load_unit: str) -> str:
     Returns
     -------
     str
-        ``2 copies`` for :data:`~pysched.constants.LOAD_COPIES`, else the paper's ``load 2X``.
+        ``2 copies`` (``1 copy``) for :data:`~pysched.constants.LOAD_COPIES`, else the paper's
+        ``load 2X``.
     """
-    return f"{load} copies" if load_unit == LOAD_COPIES else f"load {load}X"
+    if load_unit == LOAD_COPIES:
+        return f"{load} cop{'y' if load == 1 else 'ies'}"
+    return f"load {load}X"
 
 
 __all__ = ["load_label"]

@@ -158,6 +158,11 @@ def test_the_switch_cost_is_a_dimension_of_every_point(tmp_path):
     # each run is its own model's baseline: both are linux
     assert table["vs_linux"].tolist() == [0.0, 0.0]
     assert "| flat |" in summary_text(table) and "| traced |" in summary_text(table)
+    # a policy's note on its run follows the table (none here: linux says nothing)
+    assert table["policy_note"].tolist() == ["", ""] and "Policy notes" not in summary_text(table)
+    noted = summary_text(table.assign(policy_note=["", "it had nothing to do"]))
+    assert noted.endswith("## Policy notes\n\n- **linux** (TRACE at 2 cores, 1 copy): it had "
+                          "nothing to do.".replace("TRACE", table["trace"].iloc[1]))
     # points stored before the dimension (no switch_cost column) count as flat
     assert summarise(runs.iloc[:1].drop(columns=["switch_cost"]))["switch_cost"].item() == "flat"
 

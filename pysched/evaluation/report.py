@@ -240,7 +240,7 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux",
         lines += ["## Not whole traces", ""]
         lines += [f"- **{x.trace}**: {x.note}" for x in notes.itertuples()]
         lines.append("")
-    lines += _policy_note_lines(runs)
+    lines += policy_note_lines(runs)
     deps = sorted(set(runs.get("dependencies", pd.Series(dtype=str))))
     if "traced-time" in deps:
         lines.append("Traces without a `wakeups` table replay blocked threads on the trace's "
@@ -254,7 +254,7 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux",
     return "\n".join(lines)
 
 
-def _policy_note_lines(runs: pd.DataFrame) -> list[str]:
+def policy_note_lines(runs: pd.DataFrame) -> list[str]:
     """The policies' own notes on their runs (``policy_note``), one line per policy and note
     with the runs it applies to."""
     if "policy_note" not in runs:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from pysched.evaluation.report import policy_note_lines
 from pysched.evaluation.runner import performance
 from pysched.labels import load_label
 from pysched.sandbox.switch_cost import FLAT
@@ -18,15 +19,18 @@ def summarise(runs: pd.DataFrame, baseline: str = "linux") -> pd.DataFrame:
     """One row per point: its parameters, simulated time, throughput, idleness, i-cache hit
     rates and performance (:func:`pysched.evaluation.runner.performance`), with
     ``vs_<baseline>`` where the sweep has the baseline at the same trace, cores, load and cache
-    geometry (NaN otherwise)."""
+    geometry (NaN otherwise), and the policy's note on its run (``policy_note``)."""
     if runs.empty:
         return runs
     # points stored before switch costs were a dimension were all flat
     runs = runs.assign(switch_cost=runs.get("switch_cost", pd.Series(FLAT, index=runs.index)
                                             ).fillna(FLAT))
     r = performance(runs, baseline, keys=SAME)  # NaN where the baseline is missing
-    cols = PARAMS + ["copies", "heatmap_bits", "elapsed_s", "throughput", "idle_fraction", "icache_app", "icache_os",
-                     "performance", f"vs_{baseline}", "wall_s"]
+    if "policy_note" not in r:
+        r = r.assign(policy_note="")
+    cols = PARAMS + ["copies", "heatmap_bits", "elapsed_s", "throughput", "idle_fraction",
+                     "icache_app", "icache_os", "performance", f"vs_{baseline}", "wall_s",
+                     "policy_note"]
     return r[cols].sort_values(PARAMS, kind="stable").reset_index(drop=True)
 
 
@@ -48,6 +52,8 @@ def summary_text(table: pd.DataFrame, baseline: str = "linux", limit: int = 40) 
             pct(getattr(x, f"vs_{baseline}")), f"{x.wall_s:.1f}"]) + " |")
     if len(table) > limit:
         lines.append(f"\n({len(table) - limit} more rows in summary.csv)")
+    if "policy_note" in table and (notes := policy_note_lines(table)):
+        lines += ["", *notes[:-1]]
     return "\n".join(lines)
 
 
