@@ -231,6 +231,15 @@ def test_arrival_bound_traces_are_named():
     assert arrival_bound(runs) == ["find"]  # linux's 10 ms run ends with find's last arrival
     assert "**Arrival-bound traces (measured here).** find:" in comparison_markdown(runs)
     assert arrival_bound(runs.drop(columns="last_irq_s")) == []
+    # copies that start late end their traced arrivals late: the run's last arrival counts
+    late = runs.assign(last_arrival_s=np.where(runs["trace"] == "apache", 0.00995, 0.005))
+    assert arrival_bound(late) == ["apache"]
+    from pysched.evaluation.report import summary_markdown
+    md = summary_markdown(late)
+    assert "## Arrival-bound runs" in md
+    assert ("apache at 8 cores, load 1X (10.00 ms, last arrival 9.95 ms); apache at 8 cores, "
+            "load 2X (10.00 ms, last arrival 9.95 ms)") in md
+    assert "## Arrival-bound runs" not in summary_markdown(runs.assign(last_irq_s=0.005))
     # the last interrupt of a shipped trace lies within its region (its bound of instructions
     # a vCPU at 2 G instructions per second), late in it
     bound = json.loads((DATA / "oscp" / "manifest.json").read_text())["roi_bound"]

@@ -241,6 +241,7 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux",
         lines += [f"- **{x.trace}**: {x.note}" for x in notes.itertuples()]
         lines.append("")
     lines += policy_note_lines(runs)
+    lines += arrival_bound_lines(runs, baseline)
     deps = sorted(set(runs.get("dependencies", pd.Series(dtype=str))))
     if "traced-time" in deps:
         lines.append("Traces without a `wakeups` table replay blocked threads on the trace's "
@@ -252,6 +253,44 @@ def summary_markdown(runs: pd.DataFrame, baseline: str = "linux",
             lines.append(text)
     lines += _host_lines(runs)
     return "\n".join(lines)
+
+
+def arrival_bound_runs(runs: pd.DataFrame, baseline: str = "linux",
+                       tol: float = 0.01) -> pd.DataFrame:
+    """The complete ``baseline`` runs that ended within ``tol`` of their last traced interrupt
+    arrival (column ``last_arrival_s``: the trace's last, ``last_irq_s``, after the last copy's
+    start offset; ``last_irq_s`` for runs without the column): their length is set by the
+    trace's arrivals (interrupts that answer no request of the replay arrive at their traced
+    times, and the threads they wake cannot run sooner), so no policy can make them shorter,
+    only longer."""
+    if "elapsed_s" not in runs or not {"last_irq_s", "last_arrival_s"} & set(runs):
+        return runs.iloc[0:0]
+    last = runs.get("last_arrival_s", pd.Series(np.nan, index=runs.index))
+    if "last_irq_s" in runs:
+        last = last.fillna(runs["last_irq_s"])
+    runs = runs.assign(last_arrival_s=last)
+    b = runs[(runs["policy"] == baseline) & last.notna() & (last > 0)]
+    if "complete" in b:
+        b = b[b["complete"].fillna(True).astype(bool)]
+    return b[b["elapsed_s"] <= b["last_arrival_s"] * (1 + tol)]
+
+
+def arrival_bound_lines(runs: pd.DataFrame, baseline: str = "linux") -> list[str]:
+    """A section naming the :func:`arrival_bound_runs` (none: no lines)."""
+    b = arrival_bound_runs(runs, baseline)
+    if not len(b):
+        return []
+    where = "; ".join(f"{x.trace} at {x.cores} cores, {load_label(x.load, x.load_unit)} "
+                      f"({1e3 * x.elapsed_s:.2f} ms, last arrival "
+                      f"{1e3 * x.last_arrival_s:.2f} ms)"
+                      for x in b.itertuples())
+    return ["## Arrival-bound runs", "",
+            f"The `{baseline}` run ended within 1 % of its last traced interrupt arrival (the "
+            f"trace's last, after the last copy's start offset): {where}. Interrupts that answer no request of the replay (timer ticks, "
+            "completions of requests made before the trace) arrive at their traced times and "
+            "the threads they wake cannot run sooner, so these runs last as long as the trace "
+            "whatever the policy: a policy can only lose (run longer) there, and what it "
+            "changes shows in the core-time tables, not in its performance.", ""]
 
 
 def policy_note_lines(runs: pd.DataFrame) -> list[str]:

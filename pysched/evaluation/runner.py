@@ -326,7 +326,8 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
     instructions per switch, NaN otherwise) and ``os_migration_cost_cycles`` (-1: the cores'
     ``migration_cycles``), and every :class:`SandboxConfig` model field (``idle_retry``,
     ``kernel_data``, ``copy_phase``, ``ifetch_penalty``, ...). ``vcpus`` and ``threads`` are
-    the trace's (one copy's); ``policy_note`` holds what the policy said of its run
+    the trace's (one copy's); ``last_arrival_s`` is the run's last traced interrupt arrival
+    (the trace's last, ``last_irq_s``, after the last copy's start offset); ``policy_note`` holds what the policy said of its run
     (:meth:`~pysched.policies.base.Policy.notes`; empty: nothing).
     """
     import time
@@ -402,6 +403,8 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
                                  "forced_releases": res.forced_releases,
                                  "complete": res.complete,
                                  "last_irq_s": t.meta.get("last_irq_s", float("nan")),
+                                 "last_arrival_s": (t.meta.get("last_irq_s", float("nan"))
+                                                    + res.last_start_s),
                                  "dependencies": t.meta.get("dependencies", ""),
                                  "note": t.meta.get("note") or "",
                                  "policy_note": "; ".join(pol.notes()),

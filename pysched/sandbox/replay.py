@@ -33,6 +33,9 @@ class RunResult:
     task_end_s : numpy.ndarray
         Per thread (all copies): the simulated time its last item ended (a multi-threaded
         program's completion time is the latest of its threads').
+    last_start_s : float
+        When the last copy started (its copy phase, :mod:`.engine`): the trace's traced
+        arrivals end this much later than in one copy.
     """
 
     epochs: list[SandboxStats]
@@ -42,6 +45,7 @@ class RunResult:
     config: SandboxConfig
     complete: bool = True
     task_end_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    last_start_s: float = 0.0
 
 
 #: :func:`simulate`'s engines: the compiled hot path (:mod:`.compiled`) or the plain one.
@@ -90,4 +94,4 @@ def simulate(workload: Workload, footprint: Footprint, policy, config: SandboxCo
     for e in epochs[1:]:
         total = total + e
     return RunResult(epochs, total, eng.forced, policy.name, config, eng.complete,
-                     eng.task_end.copy())
+                     eng.task_end.copy(), float(eng.phase.max(initial=0.0)))

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from pysched.constants import LOAD_MACHINE
-from pysched.evaluation.report import geomean_change
+from pysched.evaluation.report import arrival_bound_runs, geomean_change
 from pysched.evaluation.runner import RUN_KEYS, performance
 
 from .cycle_split import level_differences, mean_differences, reason_text, split_lines
@@ -218,16 +218,10 @@ def _join(values: list[int]) -> str:
 
 
 def arrival_bound(r: pd.DataFrame, baseline: str = "linux", tol: float = 0.01) -> list[str]:
-    """Traces whose ``baseline`` runs (all loads, cores) ended within ``tol`` of their last
-    traced interrupt (column ``last_irq_s``): their length is set by the trace's arrivals, so no
-    policy can make them shorter, only longer."""
-    if "last_irq_s" not in r:
-        return []
-    b = r[(r["policy"] == baseline) & r["last_irq_s"].notna() & (r["last_irq_s"] > 0)]
-    if "complete" in b:
-        b = b[b["complete"].fillna(True).astype(bool)]
-    bound = b["elapsed_s"] <= b["last_irq_s"] * (1 + tol)
-    return _order(b.loc[bound, "trace"].unique())
+    """Traces with a ``baseline`` run (any load, cores) that ended within ``tol`` of their last
+    traced interrupt (:func:`pysched.evaluation.report.arrival_bound_runs`), in the paper's
+    order."""
+    return _order(arrival_bound_runs(r, baseline, tol)["trace"].unique())
 
 
 def _pct(x: float, signed: bool = True) -> str:
@@ -638,7 +632,8 @@ def comparison_markdown(runs: pd.DataFrame, baseline: str = "linux") -> str:
     bound = arrival_bound(runs, baseline)
     if bound:
         lines.append(f"- **Arrival-bound traces (measured here).** {', '.join(bound)}: the "
-                     f"{baseline} run ended within 1 % of the trace's last interrupt arrival. "
+                     f"{baseline} run ended within 1 % of its last traced interrupt arrival (the "
+                     "trace's last, after the last copy's start offset). "
                      "Interrupts that answer no request of the replay (timer ticks, "
                      "completions of requests made before the trace) arrive at their traced "
                      "times and the threads they wake cannot run sooner, so these runs last "
