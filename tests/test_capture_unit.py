@@ -121,7 +121,8 @@ def test_cmd_archive_holds_executable_cmd_sh(tmp_path: Path) -> None:
     script = (dest / "cmd.sh").read_text()
     assert script.endswith("echo one\necho two\n")
     # The run brings the current roi_start/roi_stop, whatever the base image holds.
-    assert (dest / "run/pysched/lib.sh").read_bytes() == (gst.GUEST_SRC_DIR / "workloads/lib.sh").read_bytes()
+    assert (dest / "run/pysched/lib.sh").read_bytes() == \
+        (gst.GUEST_SRC_DIR / "workloads/lib.sh").read_bytes()
 
 
 def test_cmd_archive_is_reproducible() -> None:

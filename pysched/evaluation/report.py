@@ -286,11 +286,12 @@ def arrival_bound_lines(runs: pd.DataFrame, baseline: str = "linux") -> list[str
                       for x in b.itertuples())
     return ["## Arrival-bound runs", "",
             f"The `{baseline}` run ended within 1 % of its last traced interrupt arrival (the "
-            f"trace's last, after the last copy's start offset): {where}. Interrupts that answer no request of the replay (timer ticks, "
-            "completions of requests made before the trace) arrive at their traced times and "
-            "the threads they wake cannot run sooner, so these runs last as long as the trace "
-            "whatever the policy: a policy can only lose (run longer) there, and what it "
-            "changes shows in the core-time tables, not in its performance.", ""]
+            f"trace's last, after the last copy's start offset): {where}. Interrupts that "
+            "answer no request of the replay (timer ticks, completions of requests made before "
+            "the trace) arrive at their traced times and the threads they wake cannot run "
+            "sooner, so these runs last as long as the trace whatever the policy: a policy can "
+            "only lose (run longer) there, and what it changes shows in the core-time tables, "
+            "not in its performance.", ""]
 
 
 def policy_note_lines(runs: pd.DataFrame) -> list[str]:

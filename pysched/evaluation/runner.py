@@ -327,8 +327,9 @@ def evaluate(traces: Sequence[PreparedTrace], policies: Sequence[str], cores: Se
     ``migration_cycles``), and every :class:`SandboxConfig` model field (``idle_retry``,
     ``kernel_data``, ``copy_phase``, ``ifetch_penalty``, ...). ``vcpus`` and ``threads`` are
     the trace's (one copy's); ``last_arrival_s`` is the run's last traced interrupt arrival
-    (the trace's last, ``last_irq_s``, after the last copy's start offset); ``policy_note`` holds what the policy said of its run
-    (:meth:`~pysched.policies.base.Policy.notes`; empty: nothing).
+    (the trace's last, ``last_irq_s``, after the last copy's start offset); ``policy_note``
+    holds what the policy said of its run (:meth:`~pysched.policies.base.Policy.notes`;
+    empty: nothing).
     """
     import time
     check_request(policies, cores, loads, load_unit)

@@ -4,11 +4,11 @@ Checks (each listed in the output with its violations, at most ``--limit`` shown
 
 ``blocks``   (a) executed blocks exist in ``blocks`` and ``insns``; each block's ``insns`` rows
              are ``idx`` 0..ninsn-1 at consecutive addresses summing to ``nbytes``.
-``icount``   (b) event rows (wake-ups too) agree with the exec stream: ``icount`` vs ``exec_row`` (see
-             :mod:`pysched.trace.checker.vcpu`), monotonic counters, ``block_retired`` and
-             ``handler`` of interrupt entries, the instruction at ``icount - 1`` is the one
-             that raised the event; ``mem`` icounts lie in the stream; a final
-             ``plugin.json``'s per-vCPU ``icount`` equals the stream's total.
+``icount``   (b) event rows (wake-ups too) agree with the exec stream: ``icount`` vs
+             ``exec_row`` (see :mod:`pysched.trace.checker.vcpu`), monotonic counters,
+             ``block_retired`` and ``handler`` of interrupt entries, the instruction at
+             ``icount - 1`` is the one that raised the event; ``mem`` icounts lie in the
+             stream; a final ``plugin.json``'s per-vCPU ``icount`` equals the stream's total.
 ``syscalls`` (c) matched returns close an open entry of their thread; field values.
 ``frames``   (d) page offsets agree (``insns``), kernel text is at
              ``vaddr - 0xffffffff80000000 + phys_base`` (``plugin.json``; 0 with nokaslr),
