@@ -29,12 +29,17 @@ that grows is told apart from more work. Every row records the model's work
 (``cache_accesses``, ``l1_misses``, ``l2_misses``, ``l3_misses``: accesses served below
 that level).
 
+Another machine (``--machine FILE``, as ``pysched evaluate``'s): its hierarchy at every core
+count, e.g. an inclusive or coherent one, whose replay takes the access-at-a-time cache
+kernel.
+
 Sweep throughput (``--sweep-only``): points per minute of a small sweep (``SWEEP_GRID`` on
 ``data/dss-mem``) serially, on a local Dask cluster of one worker and of two; merged into an
 existing ``--out`` file.
 
 Usage: ``python benchmarks/sandbox.py --out benchmarks/results/sandbox.json [--traces a,b]
-[--policies p,q] [--cores 8,32] [--plain-cores 8] [--epochs 3] [--scaling] [--sweep-only]``
+[--policies p,q] [--cores 8,32] [--plain-cores 8] [--epochs 3] [--scaling] [--machine FILE]
+[--sweep-only]``
 """
 from __future__ import annotations
 
@@ -61,8 +66,10 @@ from pysched.sandbox import SandboxConfig, simulate
 from pysched.sandbox.replay import ENGINES
 from pysched.sandbox.item_streams import item_streams
 from pysched.sandbox.switch_cost import sandbox_costs
-path, policies, cores, load, epochs, plain = sys.argv[1:7]
+path, policies, cores, load, epochs, plain, base = sys.argv[1:8]
 policies, cores, load, epochs = policies.split(","), int(cores), int(load), int(epochs)
+from pysched.models.machine import MachineConfig
+base = MachineConfig.load(base) if base else None
 # the first prepare of the trace in this benchmark's cache is cold (built and stored), the
 # next warm (read back)
 t0 = time.perf_counter()
@@ -78,7 +85,7 @@ switch = t.meta.get("switch")
 for p in policies:
     pol = get_policy(p)
     n = copies_for(load, cores, len(t.workload.vcpus))
-    cfg = SandboxConfig(machine(cores * pol.core_factor), copies=n, max_epochs=epochs,
+    cfg = SandboxConfig(machine(cores * pol.core_factor, base), copies=n, max_epochs=epochs,
                         **sandbox_costs("traced" if switch is not None else "flat", None,
                                         switch))
     row = {"policy": p, "cores": cores, "load": load, "copies": n, "epochs": epochs,
@@ -123,12 +130,14 @@ def traces(names: list[str] | None) -> list[Path]:
 
 
 def run_child(trace: Path, policies: list[str], cores: int, load: int, epochs: int,
-              plain: bool, cache: Path) -> list[dict]:
+              plain: bool, cache: Path, base: Path | None = None) -> list[dict]:
     """One process: ``trace`` prepared (from ``cache``, the benchmark's own cache of prepared
-    traces: its first preparation of a trace is cold), then every policy at ``cores``."""
+    traces: its first preparation of a trace is cold), then every policy at ``cores``, on
+    the machine file ``base`` (its hierarchy and first core type; default Table 2's)."""
     env = dict(os.environ, PYTHONPATH=str(REPO), PYSCHED_CACHE_DIR=str(cache))
     out = subprocess.run([sys.executable, "-c", CHILD, str(trace), ",".join(policies),
-                          str(cores), str(load), str(epochs), "1" if plain else "0"],
+                          str(cores), str(load), str(epochs), "1" if plain else "0",
+                          str(base) if base else ""],
                          capture_output=True, text=True, env=env, check=False)
     if out.returncode != 0:
         raise SystemExit(f"benchmark of {trace.name} at {cores} cores failed:\n{out.stderr}")
@@ -158,11 +167,11 @@ def meets(rows: list[dict]) -> dict:
     }
 
 
-def scaling(trace: Path, cache: Path) -> list[dict]:
+def scaling(trace: Path, cache: Path, base: Path | None = None) -> list[dict]:
     """``linux`` on ``trace``: 8, 32 and 64 cores at 2X and 32 cores at 8X, compiled only."""
     rows = []
     for cores, load in ((8, 2), (32, 2), (64, 2), (32, 8)):
-        for r in run_child(trace, ["linux"], cores, load, 3, False, cache):
+        for r in run_child(trace, ["linux"], cores, load, 3, False, cache, base):
             rows.append({**r, **cost_and_work(r)})
     return rows
 
@@ -279,6 +288,9 @@ def main() -> int:
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--scaling", action="store_true",
                     help="also the scaling runs (linux on the largest trace)")
+    ap.add_argument("--machine", type=Path, default=None,
+                    help="a machine file (as evaluate's --machine): its hierarchy, e.g. an "
+                         "inclusive or coherent one, at every core count")
     ap.add_argument("--sweep-only", action="store_true",
                     help="measure only the sweep throughput; merge its keys into --out")
     args = ap.parse_args()
@@ -299,16 +311,20 @@ def main() -> int:
         # the benchmark's own cache of prepared traces, so that the first preparation of each
         # trace is cold whatever the user's cache holds
         cache = Path(tempfile.mkdtemp(prefix="bench-prepared-"))
-        grid = {"policies": policies, "load": args.load, "epochs": args.epochs}
+        grid = {"policies": policies, "load": args.load, "epochs": args.epochs,
+                "machine": str(args.machine) if args.machine else None}
         # rows of an earlier run of the same grid are kept: a stopped benchmark resumes
-        rows = [r for r in result.get("rows", []) if result.get("grid", {}).get("policies")
-                == policies and r["load"] == args.load and r["epochs"] == args.epochs]
+        old = result.get("grid", {})
+        rows = [r for r in result.get("rows", []) if old.get("policies") == policies
+                and old.get("machine") == grid["machine"] and r["load"] == args.load
+                and r["epochs"] == args.epochs]
         done = {(r["trace"], r["cores"]) for r in rows}
         for tr in chosen:
             for c in cores:
                 if (tr.name, c) in done:
                     continue
-                rows += run_child(tr, policies, c, args.load, args.epochs, c in plain, cache)
+                rows += run_child(tr, policies, c, args.load, args.epochs, c in plain, cache,
+                                  args.machine)
                 result.update({"grid": grid, "rows": rows, "targets": meets(rows),
                                "all_identical": all(r.get("identical", True) for r in rows),
                                "host_loadavg_1min": {"before": load0[0],
@@ -316,7 +332,7 @@ def main() -> int:
                 write(args.out, result)
         if args.scaling:
             big = max(chosen, key=lambda d: sum(f.stat().st_size for f in d.rglob("*")))
-            result["scaling"] = scaling(big, cache)
+            result["scaling"] = scaling(big, cache, args.machine)
         shutil.rmtree(cache, ignore_errors=True)
     result["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
                          "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

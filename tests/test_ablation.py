@@ -2,6 +2,7 @@
 against a plain evaluation, and bad input named before any replay."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pandas as pd
@@ -132,17 +133,17 @@ def test_the_example_machine_file_is_seed_001s_machine():
     assert MachineConfig.load(root / "machines" / "seed001-acmp.toml") == acmp_machine()
 
 
-def test_the_large_l3_machine_file_is_the_default_machine_but_its_l3():
-    import dataclasses
-
+@pytest.mark.parametrize("name, want", [
+    ("l3-1gib.toml", lambda h: {"l3": dataclasses.replace(h.l3, size=1 << 30, ways=16)}),
+    ("coherent.toml", lambda h: {"inclusive": True, "coherence": True})])
+def test_an_example_machine_file_is_the_default_machine_but_what_it_says(name, want):
     from pysched.evaluation.runner import machine
     from pysched.models.machine import MachineConfig
     root = Path(__file__).resolve().parents[1]
-    big = machine(8, MachineConfig.load(root / "machines" / "l3-1gib.toml"))
     default = machine(8)
-    assert big.hierarchy.l3.size == 1 << 30 and big.hierarchy.l3.ways == 16
-    assert dataclasses.replace(big.hierarchy, l3=default.hierarchy.l3) == default.hierarchy
-    assert big.cores == default.cores
+    m = machine(8, MachineConfig.load(root / "machines" / name))
+    assert m.hierarchy == dataclasses.replace(default.hierarchy, **want(default.hierarchy))
+    assert m.cores == default.cores
 
 
 def _csv(d: Path, rows: list[tuple]) -> Path:

@@ -424,6 +424,94 @@ def test_held_elsewhere_through_the_touch_filter(cores, pool):
                     assert int(fast._touch[_region(int(t))]) >> (c % 64) & 1
 
 
+def sharers_cover_holders(h):
+    """Every line a core's private caches hold that has an entry in the sharers table has the
+    core's bit in it; returns how many entries the table holds."""
+    from pysched.models.caches.sharers import _slot
+    tab = h._sharers
+    for c in range(h.cores):
+        for name in ("l1i", "l1d", "l2"):
+            for t in h.lines(name, c).tolist():
+                s = int(_slot(tab, t))
+                if int(tab[s]) == t + 1:
+                    assert int(tab[s + 1]) >> (c % 64) & 1, (name, c, t)
+    return int((tab[0::2] != 0).sum())
+
+
+@pytest.mark.parametrize("cores, pool", [(12, (0, 1, 2, 3, 4, 5, 11)), (64, (0, 5, 33, 63)),
+                                         (70, (0, 3, 64, 67, 69))])
+@pytest.mark.parametrize("inclusive, coherence", [(True, False), (False, True), (True, True)])
+def test_sharers_table_against_the_twin(cores, pool, inclusive, coherence):
+    """The access-at-a-time kernel looks for other cores' copies of a line (held elsewhere,
+    coherence, back-invalidation) only in the cores the sharers table names; the twin looks in
+    every core. Each core of ``pool`` runs lines of its own and of a shared range, loads and
+    stores: the same results, and the table covers every private copy it has an entry for
+    (with 70 cores it keeps none: every core is looked in)."""
+    rng = np.random.default_rng(cores)
+    cfg = small_hier("lru", cores=cores, inclusive=inclusive, coherence=coherence)
+    streams = []
+    for _ in range(14):
+        core = pool[int(rng.integers(0, len(pool)))]
+        addr, kind = local_stream(rng, 900, lines=48)
+        own = rng.random(addr.size) < 0.6
+        addr[own] += np.uint64((core + 1) * 64 * LINE)
+        streams.append((core, addr, kind, np.zeros(addr.size, np.uint8)))
+    h = compare_hierarchy(cfg, streams)
+    assert not h._levelwise
+    ev = h.stats.events.sum(axis=0)
+    if inclusive:
+        assert ev[EVENT_NAMES.index("back_invalidations")] > 0
+    else:
+        assert ev[EVENT_NAMES.index("l3_misses_held_elsewhere")] > 0
+    if coherence:
+        assert ev[EVENT_NAMES.index("coherence_invalidations")] > 0
+        assert ev[EVENT_NAMES.index("coherence_writebacks")] > 0
+    assert (sharers_cover_holders(h) > 0) is (cores <= 64)
+
+
+@pytest.mark.parametrize("inclusive", [False, True])
+def test_sharers_table_through_flushes(inclusive):
+    """A flush of one core leaves bits of copies it no longer holds (cleared when a question
+    finds them stale), a flush of all empties the table: a hierarchy with the table and one
+    without (every core looked in) give the same results throughout."""
+    rng = np.random.default_rng(5)
+    cores = 9
+    cfg = small_hier("lru", cores=cores, inclusive=inclusive, coherence=True)
+    fast, slow = Hierarchy(cfg), Hierarchy(cfg)
+    slow._sharers = np.zeros(2, np.uint64)
+    slow._pack()
+    for epoch in range(20):
+        core = int(rng.integers(0, cores))
+        addr, kind = local_stream(rng, 700, lines=64)
+        own = rng.random(addr.size) < 0.5
+        addr[own] += np.uint64((core % 3 + 1) * 64 * LINE)
+        assert fast.run(core, addr, kind).tolist() == slow.run(core, addr, kind).tolist()
+        assert sharers_cover_holders(fast) > 0
+        if epoch in (6, 9, 13):
+            for h in (fast, slow):
+                h.flush(core if epoch != 9 else None)
+            if epoch == 9:
+                assert sharers_cover_holders(fast) == 0
+    assert fast.stats.events.tolist() == slow.stats.events.tolist()
+    assert fast.stats.served.tolist() == slow.stats.served.tolist()
+    assert fast.tags.tolist() == slow.tags.tolist()
+    assert fast.dirty.tolist() == slow.dirty.tolist()
+
+
+def test_next_core_matches_a_scan():
+    """sharers._next_core against a loop over every core, words of few and many bits, core
+    counts around 64 and above."""
+    from pysched.models.caches.sharers import _next_core
+    rng = np.random.default_rng(9)
+    for cores in (1, 2, 7, 63, 64, 65, 128, 130, 200):
+        for _ in range(20):
+            bits = rng.random(64) < rng.choice([0.02, 0.2, 0.9])
+            word = sum(1 << int(b) for b in np.flatnonzero(bits))
+            for o in range(-1, cores):
+                want = next((x for x in range(o + 1, cores) if word >> (x % 64) & 1), cores)
+                assert _next_core(np.uint64(word), o, cores) == want, (cores, word, o)
+
+
 @pytest.mark.parametrize("change, levelwise", [
     ({}, True), ({"inclusive": True}, False), ({"coherence": True}, False),
     ({"l3": CacheConfig(8 * 4 * LINE, 4, LINE, 18, "random")}, False),

@@ -335,9 +335,9 @@ def _chunk_hierarchy(a, core, p0, p1, lo, hi, ty, data_add, extra, tg, g, now, s
     pieces, n, _, _ = _gather_all(a, p0, p1, lo, hi, ty, data_add, sw_lo, sw_n)
     if n > 0:
         tags, dirty, stamp, clk, off, geo, cores, inclusive, coherence, rng, hshift = a.hier[0]
-        served, events = a.hier[1]
+        served, events, sharers = a.hier[1]
         buf_addr, buf_kind, buf_cls, buf_served, _, _ = a.bufs
         _run_hierarchy(tags, dirty, stamp, clk, off, geo, cores, inclusive, coherence, rng,
                        hshift, core, buf_addr[:n], buf_kind[:n], buf_cls[:n], buf_served[:n],
-                       served, events)
+                       served, events, sharers)
     return _settle(a, core, pieces, n, lo, hi, ty, extra, tg, g, now, sw_n)

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..codes import NEVENTS, NKINDS, NLEVELS
 from ..stats import CacheStats
-from . import ranks, simd, validate
+from . import ranks, sharers, simd, validate
 from .config import HierarchyConfig
 from .kernels import G_MASK, G_POLICY, G_WAYS, _run_hierarchy
 from .levelwise import BLOCK, FILTER_ABOVE, TOUCH_BITS, _run_levelwise
@@ -105,6 +105,8 @@ class Hierarchy(Packed):
             # the cores that asked the L3 for a line of each region (levelwise._held_among),
             # kept above FILTER_ABOVE cores only
             self._touch = np.zeros(1 << TOUCH_BITS if cores > FILTER_ABOVE else 1, np.uint64)
+        # the cores that may hold each line, for the access-at-a-time kernel (see sharers)
+        self._sharers = sharers.table(1 if self._levelwise else cores, total)
         self._pack()
 
     @property
@@ -163,7 +165,7 @@ class Hierarchy(Packed):
         flat = self._served.reshape(-1)      # a view: the kernel counts into _served
         self._args = {False: ((self.tags, self.dirty, self._stamp, self._clock, self._off,
                                self._geo, cfg.cores, cfg.inclusive, cfg.coherence, self._rng,
-                               cfg.l1i.line_shift), (flat, self._events))}
+                               cfg.l1i.line_shift), (flat, self._events, self._sharers))}
         if self._levelwise:
             self._args[True] = ((self.tags, self.dirty, self._stamp, self._rank, self._clock,
                                  self._off, self._roff, self._geo, cfg.cores,
@@ -187,6 +189,7 @@ class Hierarchy(Packed):
             self._stamp[:] = INVALID
             for c in range(self.cores):
                 self._reset_l1(c)
+            self._sharers[:] = 0
             if self._levelwise:
                 self._fpr[:] = 0
                 self._touch[:] = 0

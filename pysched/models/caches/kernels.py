@@ -26,6 +26,7 @@ import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
 from . import policies, ranks, simd
+from .sharers import _bit, _clear, _lookup, _mark, _next_core, _slot, _store
 from ..codes import (EV_BACKINV, EV_COH_INV, EV_COH_WB, EV_L3_HELD, EV_WB_L1D, EV_WB_L2,
                      EV_WB_L3, EV_WBMISS_L2, EV_WBMISS_L3, IFETCH, NKINDS, NLEVELS, STORE)
 
@@ -429,50 +430,74 @@ def _drop_private(tags, dirty, stamp, clk, off, geo, cores, core, levels,
 
 
 @numba.njit(cache=True, _nrt=False)
-def _held_elsewhere(tags, off, geo, cores, c, line) -> bool:
+def _held_elsewhere(tags, off, geo, cores, c, line, sharers) -> bool:
     """Whether a core other than ``c`` holds ``line`` in its L1i, L1d or L2: counted at a
     demand miss of the L3 (``EV_L3_HELD``), which memory serves. A non-inclusive L3 drops
     lines that stay hot in a private cache (an L2 hit does not refresh the L3's order), so
-    such misses are not capacity misses of the work in flight."""
-    for o in range(cores):
-        if o == c:
-            continue
-        for p in range(3):
-            if _find(tags, _base(off, geo, cores, p, o, line), geo[p, G_WAYS], line) >= 0:
-                return True
-    return False
+    such misses are not capacity misses of the work in flight.
+
+    Only the cores the sharers table names are looked in (:mod:`.sharers`); a bit whose core
+    holds no copy is cleared; a line without an entry, looked for in every core, gets one
+    (the holders found and ``c``, whose L2 the miss fills)."""
+    s, word, known = _lookup(sharers, cores, line)
+    found = np.uint64(0)
+    o = _next_core(word, -1, cores)
+    while o < cores:
+        if o != c:
+            held = False
+            for p in range(3):
+                if _find(tags, _base(off, geo, cores, p, o, line), geo[p, G_WAYS], line) >= 0:
+                    held = True
+                    break
+            if held:
+                if known:
+                    return True
+                found |= _bit(o)
+            elif known:
+                _clear(sharers, s, line, o)
+        o = _next_core(word, o, cores)
+    if not known:
+        _store(sharers, s, line, found | _bit(c))
+    return found != np.uint64(0)
 
 
 @numba.njit(cache=True, _nrt=False)
 def _l3_evicted(tags, dirty, stamp, clk, off, geo, cores, inclusive, c, victim, victim_dirty,
-                events):
-    """Consequences of the L3 evicting ``victim``: back-invalidation and the memory write."""
+                events, sharers):
+    """Consequences of the L3 evicting ``victim``: back-invalidation (in the cores that may
+    hold it, :mod:`.sharers`) and the memory write."""
     if victim < 0:
         return
     d = victim_dirty
     if inclusive:
-        for o in range(cores):
+        s, word, _ = _lookup(sharers, cores, victim)
+        o = _next_core(word, -1, cores)
+        while o < cores:
             found, dc = _drop_private(tags, dirty, stamp, clk, off, geo, cores, o, 3, victim)
             events[c, EV_BACKINV] += found
             d |= dc
+            o = _next_core(word, o, cores)
+        _store(sharers, s, victim, np.uint64(0))      # no private cache holds it now
     if d:
         events[c, EV_WB_L3] += 1
 
 
 @numba.njit(cache=True, inline="always")
-def _l3_writeback(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, line, events):
+def _l3_writeback(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, line, events,
+                  sharers):
     """A dirty ``line`` arrives at the L3."""
     hit, v, vd = _put_dirty(tags, dirty, stamp, clk, _base(off, geo, cores, 3, c, line),
                             geo[3, G_WAYS], geo[3, G_POLICY], line, rng)
     if not hit:
         events[c, EV_WBMISS_L3] += 1
         if v >= 0 and (vd or inclusive):
-            _l3_evicted(tags, dirty, stamp, clk, off, geo, cores, inclusive, c, v, vd, events)
+            _l3_evicted(tags, dirty, stamp, clk, off, geo, cores, inclusive, c, v, vd, events,
+                        sharers)
 
 
 @numba.njit(cache=True, _nrt=False)
 def _l2_evicted(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, victim,
-                victim_dirty, events):
+                victim_dirty, events, sharers):
     """Consequences of core ``c``'s L2 evicting ``victim``."""
     if victim < 0:
         return
@@ -484,11 +509,12 @@ def _l2_evicted(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, vic
     if d:
         events[c, EV_WB_L2] += 1
         _l3_writeback(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, victim,
-                      events)
+                      events, sharers)
 
 
 @numba.njit(cache=True, inline="always")
-def _l2_writeback(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, line, events):
+def _l2_writeback(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, line, events,
+                  sharers):
     """A dirty ``line`` evicted from core ``c``'s L1d arrives at its L2."""
     # Same shape as _l3_writeback, kept apart: one function for both levels would call itself
     # (L2 write-back -> L2 eviction -> L3 write-back), which numba compiles only with
@@ -499,52 +525,61 @@ def _l2_writeback(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, l
         events[c, EV_WBMISS_L2] += 1
         if v >= 0 and (vd or inclusive):
             _l2_evicted(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, v, vd,
-                        events)
+                        events, sharers)
 
 
 @numba.njit(cache=True, _nrt=False)
-def _clean_remote(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, line, events):
-    """Coherence on a private miss: other cores' dirty copies are written back to the L3
-    and kept clean (M -> S)."""
-    for o in range(cores):
-        if o == c:
-            continue
-        for p in (1, 2):
-            i = _find(tags, _base(off, geo, cores, p, o, line), geo[p, G_WAYS], line)
-            if i >= 0 and dirty[i]:
-                dirty[i] = 0
-                events[c, EV_COH_WB] += 1
-                _l3_writeback(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c,
-                              line, events)
+def _clean_remote(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, line, events,
+                  sharers):
+    """Coherence on a private miss: other cores' dirty copies (of the cores that may hold
+    ``line``, :mod:`.sharers`) are written back to the L3 and kept clean (M -> S)."""
+    _, word, _ = _lookup(sharers, cores, line)
+    o = _next_core(word, -1, cores)
+    while o < cores:
+        if o != c:
+            for p in (1, 2):
+                i = _find(tags, _base(off, geo, cores, p, o, line), geo[p, G_WAYS], line)
+                if i >= 0 and dirty[i]:
+                    dirty[i] = 0
+                    events[c, EV_COH_WB] += 1
+                    _l3_writeback(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c,
+                                  line, events, sharers)
+        o = _next_core(word, o, cores)
 
 
 @numba.njit(cache=True, _nrt=False)
 def _invalidate_remote(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, line,
-                       events):
-    """Coherence on a store: other cores' copies are invalidated (S -> I, M -> I with a
-    write-back to the L3 per dirty copy)."""
-    for o in range(cores):
-        if o == c:
-            continue
-        found, dc = _drop_private(tags, dirty, stamp, clk, off, geo, cores, o, 3, line)
-        events[c, EV_COH_INV] += found
-        events[c, EV_COH_WB] += dc
-        for _ in range(dc):
-            _l3_writeback(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, line,
-                          events)
+                       events, sharers):
+    """Coherence on a store: other cores' copies (in the cores that may hold ``line``,
+    :mod:`.sharers`) are invalidated (S -> I, M -> I with a write-back to the L3 per dirty
+    copy)."""
+    s, word, _ = _lookup(sharers, cores, line)
+    o = _next_core(word, -1, cores)
+    while o < cores:
+        if o != c:
+            found, dc = _drop_private(tags, dirty, stamp, clk, off, geo, cores, o, 3, line)
+            events[c, EV_COH_INV] += found
+            events[c, EV_COH_WB] += dc
+            for _ in range(dc):
+                _l3_writeback(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c,
+                              line, events, sharers)
+        o = _next_core(word, o, cores)
+    _store(sharers, s, line, _bit(c))       # the storing core's copy is the only one
 
 
 @numba.njit(cache=True, inline="always")
 def _below_l1(tags, dirty, stamp, clk, off, geo, cores, inclusive, coherence, rng, c, line, st,
-              events):
+              events, sharers):
     """An L1 miss of core ``c``: look up the L2 and L3 and fill them on the way back (the L1
-    itself is filled by the caller); return the level that served it."""
+    itself is filled by the caller); return the level that served it. An L2 miss is a demand
+    of the L3, which the sharers table records (:mod:`.sharers`)."""
     b2 = _base(off, geo, cores, 2, c, line)
     w2 = geo[2, G_WAYS]
     j = _find(tags, b2, w2, line)
     if j >= 0:
         policies.on_hit(geo[2, G_POLICY], stamp, j, _tick(clk))
         return 1
+    _mark(sharers, c, line)
     b3 = _base(off, geo, cores, 3, c, line)
     w3 = geo[3, G_WAYS]
     j3 = _find(tags, b3, w3, line)
@@ -553,28 +588,36 @@ def _below_l1(tags, dirty, stamp, clk, off, geo, cores, inclusive, coherence, rn
         s = 2
     else:
         s = 3
-        if _held_elsewhere(tags, off, geo, cores, c, line):
+        if inclusive:
+            # the L3 holds every line a private cache holds: none holds this one (and the
+            # twin, which looks in every core, counts none either)
+            _store(sharers, _slot(sharers, line), line, _bit(c))
+        elif _held_elsewhere(tags, off, geo, cores, c, line, sharers):
             events[c, EV_L3_HELD] += 1
         v, vd = policies.fill(geo[3, G_POLICY], tags, dirty, stamp, b3, w3, line, 0,
                                _tick(clk), rng)
         # (calls only when there is something to do: a numba call measured ~100 ns here)
         if v >= 0 and (vd or inclusive):
-            _l3_evicted(tags, dirty, stamp, clk, off, geo, cores, inclusive, c, v, vd, events)
+            _l3_evicted(tags, dirty, stamp, clk, off, geo, cores, inclusive, c, v, vd, events,
+                        sharers)
     if coherence and not st:
         _clean_remote(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, line,
-                      events)
+                      events, sharers)
     v, vd = policies.fill(geo[2, G_POLICY], tags, dirty, stamp, b2, w2, line, 0, _tick(clk),
                            rng)
     if v >= 0 and (vd or inclusive):
-        _l2_evicted(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, v, vd, events)
+        _l2_evicted(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, v, vd, events,
+                    sharers)
     return s
 
 
 @numba.njit(cache=True, inline="always")
-def _l1d_writeback(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, victim, events):
+def _l1d_writeback(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, victim, events,
+                   sharers):
     """Core ``c``'s L1d evicted the dirty line ``victim``: it goes to the L2."""
     events[c, EV_WB_L1D] += 1
-    _l2_writeback(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, victim, events)
+    _l2_writeback(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, victim, events,
+                  sharers)
 
 
 @numba.njit(cache=True, nogil=True, _nrt=False)
@@ -582,12 +625,14 @@ def _run_hierarchy(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: 
                    off: np.ndarray, geo: np.ndarray,
                    cores: int, inclusive: bool, coherence: bool, rng: np.ndarray, shift: int,
                    core: int, addr: np.ndarray, kind: np.ndarray, cls: np.ndarray,
-                   served_out: np.ndarray, served: np.ndarray, events: np.ndarray) -> None:
+                   served_out: np.ndarray, served: np.ndarray, events: np.ndarray,
+                   sharers: np.ndarray) -> None:
     """Run core ``core``'s accesses through its L1i/L1d and L2 and the shared L3.
 
     ``served_out[n]`` gets the level that served access ``n`` (0 L1 .. 3 memory);
     ``served`` (flat: ``((core * classes + cls) * NKINDS + kind) * NLEVELS + level``) and
-    ``events[core, e]`` are incremented.
+    ``events[core, e]`` are incremented. ``sharers`` is the sharers table (:mod:`.sharers`):
+    the questions about other cores' copies of a line look only at the cores it names.
     """
     c = core
     # The L1 path is most accesses: keep its geometry in locals, chosen per access by selects
@@ -622,18 +667,18 @@ def _run_hierarchy(tags: np.ndarray, dirty: np.ndarray, stamp: np.ndarray, clk: 
         else:
             clk[0] = now
             s = _below_l1(tags, dirty, stamp, clk, off, geo, cores, inclusive, coherence, rng,
-                          c, line, st, events)
+                          c, line, st, events, sharers)
             # filled after the levels below, as an inclusive L2 may back-invalidate this set
             v, vd = policies.fill(pol1, tags, dirty, stamp, b1, w1, line, st, _tick(clk), rng)
             # only a dirty victim goes to the L2 (most are clean)
             if v >= 0 and vd:
                 _l1d_writeback(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c, v,
-                               events)
+                               events, sharers)
             now = clk[0]
         if st and coherence and not was_dirty:
             clk[0] = now
             _invalidate_remote(tags, dirty, stamp, clk, off, geo, cores, inclusive, rng, c,
-                               line, events)
+                               line, events, sharers)
             now = clk[0]
         served_out[n] = s
         served[((row + np.uint64(cls[n])) * np.uint64(NKINDS) + np.uint64(k))
