@@ -440,6 +440,8 @@ def _held_elsewhere(tags, off, geo, cores, c, line, sharers) -> bool:
     holds no copy is cleared; a line without an entry, looked for in every core, gets one
     (the holders found and ``c``, whose L2 the miss fills)."""
     s, word, known = _lookup(sharers, cores, line)
+    # without a table (one slot) nothing is learnt: the first holder answers
+    learn = not known and sharers.shape[0] > 2
     found = np.uint64(0)
     o = _next_core(word, -1, cores)
     while o < cores:
@@ -450,13 +452,13 @@ def _held_elsewhere(tags, off, geo, cores, c, line, sharers) -> bool:
                     held = True
                     break
             if held:
-                if known:
+                if not learn:
                     return True
                 found |= _bit(o)
             elif known:
                 _clear(sharers, s, line, o)
         o = _next_core(word, o, cores)
-    if not known:
+    if learn:
         _store(sharers, s, line, found | _bit(c))
     return found != np.uint64(0)
 
