@@ -68,7 +68,7 @@ SEED_TRACES := netserver-10b netserver-100kb netserver-1mb apache-short chase-la
 
 .PHONY: setup plugin guest run demo test test-all test-kernel2 bench bench-tracer clean bench-models trace \
 	data bench-analysis bench-sandbox evaluate sweep notebook evaluate-paper ablate-paper ablate-seeds data-seeds \
-	bench-run
+	bench-run bench-sandbox-coherent
 
 setup:
 	bash scripts/setup.sh
@@ -223,7 +223,7 @@ test-kernel2: plugin guest
 	$(MAKE) -C guest kernel2-guest KERNEL_SUITE=$(KERNEL_SUITE)
 	PYSCHED_GUEST2=$(abspath build/guest-$(KERNEL_SUITE)) $(PY) -m pytest -q tests/test_guest_kernel2.py
 
-bench: bench-tracer bench-models bench-analysis bench-sandbox bench-run
+bench: bench-tracer bench-models bench-analysis bench-sandbox bench-sandbox-coherent bench-run
 
 bench-tracer: plugin guest
 	$(PY) benchmarks/tracer.py --out benchmarks/results/tracer.json
@@ -249,6 +249,14 @@ bench-analysis: plugin guest
 BENCH_SANDBOX_ARGS ?=
 bench-sandbox: setup
 	$(PY) benchmarks/sandbox.py --out benchmarks/results/sandbox.json --scaling $(BENCH_SANDBOX_ARGS)
+
+# The sandbox on machines/coherent.toml (inclusive, coherent caches: the access-at-a-time cache
+# kernel and its sharers table) on four traces with data accesses, two policies, 8 and 32
+# cores and the scaling runs: about 13 minutes on 2 cores
+BENCH_SANDBOX_COHERENT_ARGS ?= --traces find,oltp,chase-mid,dss-mem --policies linux,schedtask
+bench-sandbox-coherent: setup
+	$(PY) benchmarks/sandbox.py --out benchmarks/results/sandbox-coherent.json --scaling \
+	    --machine machines/coherent.toml $(BENCH_SANDBOX_COHERENT_ARGS)
 
 # make run's three steps timed after set-up: its first run (the prepared-trace cache empty)
 # and a warm one (benchmarks/make_run.py; BENCH_RUN_ARGS="--modes warm" for one of them,

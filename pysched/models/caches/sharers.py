@@ -3,9 +3,11 @@
 The hierarchy kernel (:mod:`.kernels`) asks which other cores hold a line at an L3 demand
 miss (the held-elsewhere count), at a store (coherence invalidates their copies), at a private
 miss (coherence cleans their dirty copies) and when an inclusive L3 evicts a line
-(back-invalidation). Looking in every core's L1i, L1d and L2 made a coherent replay of 32
-cores twice as costly per instruction as one of 8. This table, a snoop filter of the kind
-directory protocols keep, names the cores to look at.
+(back-invalidation). Looking in every core's L1i, L1d and L2 made a coherent, inclusive
+replay of 32 cores twice as costly per instruction as one of 8 (find, ``linux``, 2X: 2.05x,
+and 3.99x at 64 cores; with this table 1.36x and 2.06x, ``benchmarks/results/
+sandbox-coherent.json``). The table, a snoop filter of the kind directory protocols keep,
+names the cores to look at.
 
 One entry per slot of a hashed, direct-mapped table (``2 * slot``: the line plus one, 0 for
 none; ``2 * slot + 1``: a bit per core). While a line has an entry, its bits are a superset of
