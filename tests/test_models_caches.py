@@ -498,6 +498,44 @@ def test_sharers_table_through_flushes(inclusive):
     assert fast.dirty.tolist() == slow.dirty.tolist()
 
 
+def test_a_stale_bit_is_cleared_when_a_look_finds_no_copy():
+    """Core 1 misses line 10 in the L3: the look in every core makes its entry (core 1 alone).
+    Core 1's caches are flushed (its bit stays), the L3 evicts the line, and core 0's miss of
+    it looks in core 1, finds no copy and clears the bit: core 0 alone."""
+    from pysched.models.caches.sharers import _slot
+    h = Hierarchy(small_hier("lru", cores=9, coherence=True))
+    tab = h._sharers
+
+    def entry(line):
+        s = int(_slot(tab, line))
+        return int(tab[s + 1]) if int(tab[s]) == line + 1 else None
+
+    def load(core, *lines):
+        h.run(core, np.array([x * LINE for x in lines], np.uint64),
+              np.full(len(lines), LOAD, np.uint8))
+
+    # lines of line 10's L3 set (8 sets) whose entries do not share its slot
+    fill = [x for x in range(18, 400, 8) if int(_slot(tab, x)) != int(_slot(tab, 10))][:4]
+    load(1, 10)
+    assert entry(10) == 1 << 1
+    h.flush(1)
+    load(0, *fill)
+    assert 10 not in h.lines("l3").tolist() and entry(10) == 1 << 1
+    load(0, 10)
+    assert entry(10) == 1 << 0
+    assert h.stats.event("l3_misses_held_elsewhere") == 0
+
+
+def test_the_sharers_table_is_kept_from_9_to_64_cores_and_sized_by_the_private_caches():
+    """A 1 GiB L3 (16 M lines) sizes the table as an L3 no larger than the private caches
+    would: not larger than the L3's own tags."""
+    from pysched.models.caches import sharers
+    private = 32 * 5120
+    big = sharers.table(32, private, 1 << 24)
+    assert big.size == sharers.table(32, private, private).size == 2 * (1 << 20)
+    assert [sharers.table(c, 100, 100).size for c in (1, 8, 9, 64, 65)] == [2, 2, 1024, 1024, 2]
+
+
 def test_next_core_matches_a_scan():
     """sharers._next_core against a loop over every core, words of few and many bits, core
     counts around 64 and above."""

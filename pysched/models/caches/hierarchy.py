@@ -106,7 +106,8 @@ class Hierarchy(Packed):
             # kept above FILTER_ABOVE cores only
             self._touch = np.zeros(1 << TOUCH_BITS if cores > FILTER_ABOVE else 1, np.uint64)
         # the cores that may hold each line, for the access-at-a-time kernel (see sharers)
-        self._sharers = sharers.table(1 if self._levelwise else cores, total)
+        self._sharers = sharers.table(1 if self._levelwise else cores, total - sizes[-1],
+                                      sizes[-1])
         self._pack()
 
     @property

@@ -436,9 +436,10 @@ def _held_elsewhere(tags, off, geo, cores, c, line, sharers) -> bool:
     lines that stay hot in a private cache (an L2 hit does not refresh the L3's order), so
     such misses are not capacity misses of the work in flight.
 
-    Only the cores the sharers table names are looked in (:mod:`.sharers`); a bit whose core
-    holds no copy is cleared; a line without an entry, looked for in every core, gets one
-    (the holders found and ``c``, whose L2 the miss fills)."""
+    Only the cores the sharers table names are looked in (:mod:`.sharers`), up to the first
+    holder; the bit of a core looked in without a copy is cleared; a line without an entry,
+    looked for in every core, gets one (the holders found and ``c``, whose L2 the miss
+    fills)."""
     s, word, known = _lookup(sharers, cores, line)
     # without a table (one slot) nothing is learnt: the first holder answers
     learn = not known and sharers.shape[0] > 2

@@ -1,7 +1,8 @@
 """The sharers table: which cores may hold a line in their private caches (numba).
 
 The hierarchy kernel (:mod:`.kernels`) asks which other cores hold a line at an L3 demand
-miss (the held-elsewhere count), at a store (coherence invalidates their copies), at a private
+miss of a non-inclusive hierarchy (the held-elsewhere count; an inclusive L3 holds every
+private copy, so none is held elsewhere), at a store (coherence invalidates their copies), at a private
 miss (coherence cleans their dirty copies) and when an inclusive L3 evicts a line
 (back-invalidation). Looking in every core's L1i, L1d and L2 made a coherent, inclusive
 replay of 32 cores twice as costly per instruction as one of 8 (find, ``linux``, 2X: 2.05x,
@@ -35,12 +36,12 @@ import numba
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-#: Slots per line the whole hierarchy holds (rounded up to a power of two): fewer slots lose
-#: more entries to lines that share them, and a line without one is looked for in every core.
-#: On chase-mid at 32 cores (coherent, inclusive: machines/coherent.toml, ``linux``, 2X),
-#: whose L3 misses evict lines filled long before, 2 slots per line of the hierarchy (4 per
-#: private line) cost 143-152 ns per instruction against 192-214 with 1 per private line and
-#: 138-140 with 16 per private line.
+#: Slots per line of the private caches and as many of the L3 (rounded up to a power of two):
+#: fewer slots lose more entries to lines that share them, and a line without one is looked
+#: for in every core. On chase-mid at 32 cores (coherent, inclusive: machines/coherent.toml,
+#: ``linux``, 2X), whose L3 misses evict lines filled long before, 2**20 slots (2 per line of
+#: the hierarchy) cost 143-152 ns per instruction against 192-214 with 2**18 (1 per private
+#: line) and 138-140 with 2**22.
 SLOTS_PER_LINE = 2
 
 
@@ -50,12 +51,14 @@ SLOTS_PER_LINE = 2
 KEPT_ABOVE = 8
 
 
-def table(cores: int, lines: int) -> np.ndarray:
-    """An empty table for ``cores`` cores and a hierarchy of ``lines`` lines (every core's
-    private caches and the L3); one empty slot (none kept) for :data:`KEPT_ABOVE` cores or
-    fewer, and above 64."""
+def table(cores: int, private: int, l3: int) -> np.ndarray:
+    """An empty table for ``cores`` cores whose private caches hold ``private`` lines in all
+    and an L3 of ``l3`` lines (counted up to ``private``: a large L3, e.g. 1 GiB, would
+    otherwise size a table larger than its tags); one empty slot (none kept) for
+    :data:`KEPT_ABOVE` cores or fewer, and above 64."""
     if not KEPT_ABOVE < cores <= 64:
         return np.zeros(2, np.uint64)
+    lines = private + min(l3, private)
     slots = 1 << max(int(SLOTS_PER_LINE * lines - 1).bit_length(), 4)
     return np.zeros(2 * slots, np.uint64)
 
@@ -86,7 +89,8 @@ def _every(cores: int) -> np.uint64:
 
 @numba.njit(cache=True, inline="always")
 def _lookup(tab: np.ndarray, cores: int, line: int):
-    """``(slot index, the cores that may hold line, whether it has an entry)``."""
+    """``(index of the line's slot in tab (twice the slot), the cores that may hold line,
+    whether it has an entry)``."""
     s = _slot(tab, line)
     if tab[s] == np.uint64(line) + np.uint64(1):
         return s, tab[s + np.uint64(1)], True
@@ -95,8 +99,8 @@ def _lookup(tab: np.ndarray, cores: int, line: int):
 
 @numba.njit(cache=True, inline="always")
 def _store(tab: np.ndarray, s: np.uint64, line: int, word: np.uint64) -> None:
-    """Give ``line`` the entry at ``s``: exactly the cores of ``word`` hold it (nothing in a
-    one-slot table)."""
+    """Give ``line`` the entry at ``s`` (an index from :func:`_slot`): the cores of ``word``,
+    which hold it or are filling it, and no other (nothing in a one-slot table)."""
     if tab.shape[0] > 2:
         tab[s] = np.uint64(line) + np.uint64(1)
         tab[s + np.uint64(1)] = word
