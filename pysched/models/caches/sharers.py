@@ -2,8 +2,8 @@
 
 The hierarchy kernel (:mod:`.kernels`) asks which other cores hold a line at an L3 demand
 miss of a non-inclusive hierarchy (the held-elsewhere count; an inclusive L3 holds every
-private copy, so none is held elsewhere), at a store (coherence invalidates their copies), at a private
-miss (coherence cleans their dirty copies) and when an inclusive L3 evicts a line
+private copy, so none is held elsewhere), at a store (coherence invalidates their copies), at
+a private miss (coherence cleans their dirty copies) and when an inclusive L3 evicts a line
 (back-invalidation). Looking in every core's L1i, L1d and L2 made a coherent, inclusive
 replay of 32 cores twice as costly per instruction as one of 8 (find, ``linux``, 2X: 2.05x,
 and 3.99x at 64 cores; with this table 1.36x and 2.06x, ``benchmarks/results/
