@@ -13,16 +13,22 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def test_a_signal_in_the_block_raises_terminated_and_the_handlers_come_back():
-    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        with pytest.raises(KeyboardInterrupt) as e:
-            with _signals.unwinding():
-                os.kill(os.getpid(), sig)
-                signal.sigtimedwait([], 1)  # let the handler run
-        assert isinstance(e.value, _signals.Terminated) and e.value.signum == sig
-        assert _signals.exit_status(e.value) == 128 + sig
-        assert _signals.how(e.value) == f"stopped by {sig.name}"
-    assert {s: signal.getsignal(s) for s in before} == before
+    # the default dispositions, whatever pytest inherited (under nohup SIGHUP is ignored, and
+    # stays so: test_a_signal_the_process_ignores_stays_ignored)
+    inherited = {s: signal.signal(s, signal.SIG_DFL) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            with pytest.raises(KeyboardInterrupt) as e:
+                with _signals.unwinding():
+                    os.kill(os.getpid(), sig)
+                    signal.sigtimedwait([], 1)  # let the handler run
+            assert isinstance(e.value, _signals.Terminated) and e.value.signum == sig
+            assert _signals.exit_status(e.value) == 128 + sig
+            assert _signals.how(e.value) == f"stopped by {sig.name}"
+            assert signal.getsignal(sig) is signal.SIG_DFL
+    finally:
+        for s, h in inherited.items():
+            signal.signal(s, h)
     assert _signals.exit_status(KeyboardInterrupt()) == 130
     assert _signals.how(KeyboardInterrupt()) == "interrupted"
 
