@@ -312,11 +312,11 @@ def main() -> int:
         # trace is cold whatever the user's cache holds
         cache = Path(tempfile.mkdtemp(prefix="bench-prepared-"))
         grid = {"policies": policies, "load": args.load, "epochs": args.epochs,
-                "machine": str(args.machine) if args.machine else None}
+                "machine_file": str(args.machine) if args.machine else None}
         # rows of an earlier run of the same grid are kept: a stopped benchmark resumes
         old = result.get("grid", {})
         rows = [r for r in result.get("rows", []) if old.get("policies") == policies
-                and old.get("machine") == grid["machine"] and r["load"] == args.load
+                and old.get("machine_file") == grid["machine_file"] and r["load"] == args.load
                 and r["epochs"] == args.epochs]
         done = {(r["trace"], r["cores"]) for r in rows}
         for tr in chosen:
