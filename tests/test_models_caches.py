@@ -440,15 +440,17 @@ def sharers_cover_holders(h):
 
 @pytest.mark.parametrize("cores, pool", [(12, (0, 1, 2, 3, 4, 5, 11)), (64, (0, 5, 33, 63)),
                                          (70, (0, 3, 64, 67, 69))])
-@pytest.mark.parametrize("inclusive, coherence", [(True, False), (False, True), (True, True)])
-def test_sharers_table_against_the_twin(cores, pool, inclusive, coherence):
+@pytest.mark.parametrize("inclusive, coherence, policy", [
+    (True, False, "lru"), (False, True, "lru"), (True, True, "lru"),
+    (False, False, "random")])     # random replacement: the same kernel, held elsewhere only
+def test_sharers_table_against_the_twin(cores, pool, inclusive, coherence, policy):
     """The access-at-a-time kernel looks for other cores' copies of a line (held elsewhere,
     coherence, back-invalidation) only in the cores the sharers table names; the twin looks in
     every core. Each core of ``pool`` runs lines of its own and of a shared range, loads and
     stores: the same results, and the table covers every private copy it has an entry for
     (with 70 cores it keeps none: every core is looked in)."""
     rng = np.random.default_rng(cores)
-    cfg = small_hier("lru", cores=cores, inclusive=inclusive, coherence=coherence)
+    cfg = small_hier(policy, cores=cores, inclusive=inclusive, coherence=coherence)
     streams = []
     for _ in range(14):
         core = pool[int(rng.integers(0, len(pool)))]
