@@ -68,7 +68,7 @@ SEED_TRACES := netserver-10b netserver-100kb netserver-1mb apache-short chase-la
 
 .PHONY: setup plugin guest run demo test test-all test-kernel2 bench bench-tracer clean bench-models trace \
 	data bench-analysis bench-sandbox evaluate sweep notebook evaluate-paper ablate-paper ablate-seeds data-seeds \
-	bench-run bench-sandbox-coherent
+	bench-run bench-sandbox-coherent bench-exec-encoding
 
 setup:
 	bash scripts/setup.sh
@@ -223,7 +223,8 @@ test-kernel2: plugin guest
 	$(MAKE) -C guest kernel2-guest KERNEL_SUITE=$(KERNEL_SUITE)
 	PYSCHED_GUEST2=$(abspath build/guest-$(KERNEL_SUITE)) $(PY) -m pytest -q tests/test_guest_kernel2.py
 
-bench: bench-tracer bench-models bench-analysis bench-sandbox bench-sandbox-coherent bench-run
+bench: bench-tracer bench-exec-encoding bench-models bench-analysis bench-sandbox \
+	bench-sandbox-coherent bench-run
 
 bench-tracer: plugin guest
 	$(PY) benchmarks/tracer.py --out benchmarks/results/tracer.json
@@ -233,6 +234,10 @@ clean:
 	$(MAKE) -C qemu-plugin clean
 
 # Cache models against pycachesim on the shipped data-access trace (no guest or plugin needed).
+# The exec table's successor encodings (/1 and /2) on every shipped trace: bytes per instruction
+bench-exec-encoding: setup
+	$(PY) benchmarks/exec_encoding.py --out benchmarks/results/exec-encoding.json
+
 bench-models: setup
 	$(PY) benchmarks/models.py --out benchmarks/results/models.json
 

@@ -41,23 +41,48 @@ static inline VCPU *slide_vcpu(unsigned int cpu)
 /* ---------------------------------------------------------------------------------------- */
 /* The exec stream and the roi_insns bound                                                   */
 
-/* Block PREV was followed by the entry KEY's block (a miss, or the first time). */
-static void exec_learn(VCPU *vs, uint32_t prev, uint64_t key)
+/* The code of block X after block PREV, which the front of PREV's list did not predict (or the
+ * part's first block, FIRST): its place in the list, or SUCCESSORS plus the zigzag form of the
+ * difference of the ids; X moves to the front of the list (README: exec). */
+static uint32_t exec_learn(VCPU *vs, uint32_t prev, uint32_t x, bool first)
 {
+    int64_t d = (int64_t)x - (first ? 0 : (int64_t)prev);
+    uint32_t explicit_code = EXEC_SUCCESSORS + (uint32_t)(d >= 0 ? 2 * d : -2 * d - 1);
+    if (first) {
+        return explicit_code;
+    }
     if (prev >= vs->succ_cap) {
         uint32_t cap = MAX(MAX(prev + 1, vs->succ_cap * 2), 4096u);
-        vs->succ = g_renew(uint64_t, vs->succ, cap);
-        memset(vs->succ + vs->succ_cap, 0, (cap - vs->succ_cap) * sizeof(uint64_t));
+        vs->succ = g_renew(Successors, vs->succ, cap);
+        memset(vs->succ + vs->succ_cap, 0, (cap - vs->succ_cap) * sizeof(Successors));
         vs->succ_cap = cap;
     }
-    vs->succ[prev] = key;
+    Successors *s = &vs->succ[prev];
+    if (s->gen != vs->exec_gen) {
+        s->gen = vs->exec_gen;
+        for (int j = 0; j < EXEC_SUCCESSORS; j++) {
+            s->next[j] = EXEC_NONE;
+        }
+    }
+    int rank = 0;
+    for (int j = 1; j < EXEC_SUCCESSORS; j++) {
+        if (s->next[j] == x) {
+            rank = j;
+            break;
+        }
+    }
+    for (int j = rank ? rank : EXEC_SUCCESSORS - 1; j > 0; j--) {
+        s->next[j] = s->next[j - 1];
+    }
+    s->next[0] = x;
+    return rank ? (uint32_t)rank : explicit_code;
 }
 
 /*
  * Append a block to the exec stream in the successor encoding (README: exec): when the block
  * that ran before it was last followed by this one, the last row's run grows; otherwise a row
- * (block, run 0) starts and the successor is learnt. Each part starts with an empty table (a
- * new generation), so that it decodes on its own, and holds at most `rows` decoded rows.
+ * (its code, run 0) starts and the successor list learns it. Each part starts with empty lists
+ * (a new generation), so that it decodes on its own, and holds at most `rows` decoded rows.
  */
 static inline void exec_append(VCPU *vs, Block *b)
 {
@@ -66,15 +91,13 @@ static inline void exec_append(VCPU *vs, Block *b)
     if (e->n == 0) {
         vs->exec_gen++;
     }
-    uint64_t key = (uint64_t)vs->exec_gen << 32 | b->id;
-    if (e->n && p < vs->succ_cap && vs->succ[p] == key) {
+    if (e->n && p < vs->succ_cap && vs->succ[p].gen == vs->exec_gen &&
+        vs->succ[p].next[0] == b->id) {
         COL(e, EX_RUN, uint32_t)[e->n - 1]++;
     } else {
-        if (e->n) {
-            exec_learn(vs, p, key);
-        }
+        uint32_t code = exec_learn(vs, p, b->id, e->n == 0);
         size_t r = e->n++;
-        COL(e, EX_BLOCK, uint32_t)[r] = b->id;
+        COL(e, EX_CODE, uint32_t)[r] = code;
         COL(e, EX_RUN, uint32_t)[r] = 0;
     }
     vs->exec_prev = b->id;

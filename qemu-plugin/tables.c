@@ -27,11 +27,11 @@ static const pq_column COLS_INSNS[IN_N] = {
     [IN_VADDR] = {"vaddr", PQ_U64, PQ_DELTA}, [IN_PADDR] = {"paddr", PQ_U64, PQ_DELTA},
     [IN_SIZE] = {"size", PQ_U8, PQ_DICT}, [IN_FLAGS] = {"flags", PQ_U8, PQ_DICT}};
 
-/* The successor encoding (callbacks.c, exec_append): a block the prediction missed and the run
- * of predicted blocks after it. Byte stream split: the four bytes of every value in four
- * streams, which zstd compresses two to three times better than dictionary indices on
+/* The successor encoding (callbacks.c, exec_append): the code of a block the prediction missed
+ * and the run of predicted blocks after it. Byte stream split: the four bytes of every value in
+ * four streams, which zstd compresses two to three times better than dictionary indices on
  * kernel-heavy streams (tens of thousands of distinct blocks). */
-static const pq_column COLS_EXEC[EX_N] = {[EX_BLOCK] = {"block", PQ_U32, PQ_SPLIT},
+static const pq_column COLS_EXEC[EX_N] = {[EX_CODE] = {"code", PQ_U32, PQ_SPLIT},
                                           [EX_RUN] = {"run", PQ_U32, PQ_SPLIT}};
 
 static const pq_column COLS_SYSCALLS[SC_N] = {

@@ -16,7 +16,7 @@
 
 #define SCHEMA_VERSION "1"
 /* pysched.encoding of exec parts (pysched/trace/exec_codec.py) */
-#define EXEC_ENCODING "exec-successor/1"
+#define EXEC_ENCODING "exec-successor/2"
 
 #define EVENT_ROWS 65536             /* rows per part of the small event tables */
 #define MAX_INFLIGHT_BYTES (768u << 20) /* vCPUs wait when the writer is this far behind */
@@ -28,8 +28,8 @@ enum { BL_BLOCK, BL_VADDR, BL_NINSN, BL_NBYTES, BL_N };
 
 enum { IN_BLOCK, IN_IDX, IN_VADDR, IN_PADDR, IN_SIZE, IN_FLAGS, IN_N };
 
-/* exec parts are successor-encoded (README: exec): a block, then how many predicted ones */
-enum { EX_BLOCK, EX_RUN, EX_N };
+/* exec parts are successor-encoded (README: exec): a block's code, then how many predicted ones */
+enum { EX_CODE, EX_RUN, EX_N };
 
 enum { SC_KIND = EV_N, SC_THREAD, SC_CR3, SC_ABI, SC_NR, SC_ARG0, SC_ARG5 = SC_ARG0 + 5, SC_RET,
        SC_PC, SC_MATCHED, SC_N };

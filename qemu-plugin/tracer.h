@@ -116,6 +116,16 @@ typedef struct {
     Block *variant;
 } VCacheEntry;
 
+/* The successor list of one block in the exec part being buffered (README: exec): the last
+ * EXEC_SUCCESSORS distinct blocks that followed it, most recent first, EXEC_NONE where none
+ * yet; valid when gen is the part's generation (a new part starts with every list empty). */
+#define EXEC_SUCCESSORS 4
+#define EXEC_NONE UINT32_MAX
+typedef struct {
+    uint32_t gen;
+    uint32_t next[EXEC_SUCCESSORS];
+} Successors;
+
 /* Register handles (the same on every vCPU, read once in vcpu_init). */
 enum { R_RAX, R_RBX, R_RCX, R_RDX, R_RSI, R_RDI, R_RBP, R_RSP, R_R8, R_R9, R_R10,
        R_GS_BASE, R_K_GS_BASE, R_CR3, R_RIP, R_N };
@@ -127,9 +137,8 @@ typedef struct {
     uint64_t icount;       /* instructions retired before `pending` started */
     uint64_t exec_rows;    /* rows appended to this vCPU's exec stream (decoded rows) */
     uint64_t exec_part_rows; /* ... of them in the buffered part */
-    /* The successor table of the part being buffered (exec_append): per block id, the block
-     * that followed it last, tagged with the part's generation in the high 32 bits. */
-    uint64_t *succ;
+    /* The successor lists of the part being buffered (exec_append), per block id. */
+    Successors *succ;
     uint32_t succ_cap;
     uint32_t exec_gen;
     uint32_t exec_prev;    /* the block appended last */

@@ -128,11 +128,11 @@ def test_missing_column_names_file_and_column(sample_dir: Path) -> None:
 def test_wrong_type_names_file_and_column(sample_dir: Path) -> None:
     part = sample_dir / "exec" / "v000-000001.parquet"
     t = pq.read_table(part)
-    pq.write_table(t.set_column(0, "block", t.column("block").cast(pa.int64())), part)
+    pq.write_table(t.set_column(0, "code", t.column("code").cast(pa.int64())), part)
     with pytest.raises(TraceError) as err:
         open_trace(sample_dir)
     msg = str(err.value)
-    assert str(part) in msg and "'block'" in msg and "int64" in msg and "uint32" in msg
+    assert str(part) in msg and "'code'" in msg and "int64" in msg and "uint32" in msg
 
 
 @pytest.mark.parametrize("version", ["2", None])

@@ -433,7 +433,7 @@ def test_sigkill_keeps_completed_parts(tmp_path: Path) -> None:
         meta = pq.read_metadata(p)
         assert meta.metadata[b"pysched.schema_version"] == b"1"
         if p.parent.name == "exec":  # a successor-encoded part: its decoded rows
-            assert meta.metadata[b"pysched.encoding"] == b"exec-successor/1"
+            assert meta.metadata[b"pysched.encoding"] == b"exec-successor/2"
             rows += int(meta.metadata[b"pysched.exec_rows"])
     assert rows >= 6 * 65536
     trace = open_trace(out)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from twins.exec_codec import slow_encode
+from twins.exec_codec import slow_encode, slow_encode_v1
 
 KBASE = 0xFFFFFFFF80000000
 U8, U16, U32, U64, I16, I64 = (pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64(), pa.int16(),
@@ -41,8 +41,10 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType]]] = {
                                  ("region", U16), ("pc", U64)],
     "mem": [("icount", U64), ("paddr", U64), ("size", U8), ("store", U8)],
 }
-#: An exec part in the plugin's successor encoding (README: exec).
-EXEC_ENCODED = [("block", U32), ("run", U32)]
+#: The columns of an exec part in each successor encoding (README: exec), and the twin that
+#: writes it.
+EXEC_ENCODINGS = {"exec-successor/2": ([("code", U32), ("run", U32)], slow_encode),
+                  "exec-successor/1": ([("block", U32), ("run", U32)], slow_encode_v1)}
 PER_VCPU = ("exec", "syscalls", "interrupts", "switches", "markers", "wakeups", "device_requests",
             "mem")
 EVENTS = ("syscalls", "interrupts", "switches", "markers", "wakeups", "device_requests")
@@ -110,9 +112,10 @@ class TraceFactory:
     nvcpus : int
     rows_per_part : int
         Rows per part file of per-vCPU tables (several parts exercise concatenation).
-    exec_encoding : bool
-        Write exec parts in the plugin's successor encoding (:mod:`pysched.trace.exec_codec`);
-        False: the plain ``block`` column of older plugins.
+    exec_encoding : str or None
+        The successor encoding of the exec parts (:mod:`pysched.trace.exec_codec`): the
+        plugin's, ``exec-successor/2``, by default; None: the plain ``block`` column of older
+        plugins.
     """
 
     nvcpus: int = 1
@@ -124,7 +127,7 @@ class TraceFactory:
     plugin_info: dict | None = None
     clock: int = 0
     id_step: int = 1  # block ids are 1, 1 + step, ...: a large step makes them sparse
-    exec_encoding: bool = True
+    exec_encoding: str | None = "exec-successor/2"
 
     def __post_init__(self) -> None:
         for v in range(self.nvcpus):
@@ -275,10 +278,11 @@ class TraceFactory:
                     chunk = rows[lo:lo + self.rows_per_part]
                     data = {c: [r[c] for r in chunk] for c, _ in COLUMNS[table]}
                     if table == "exec" and self.exec_encoding:
-                        block, run = slow_encode(data["block"])
+                        columns, encode = EXEC_ENCODINGS[self.exec_encoding]
+                        first, run = encode(data["block"])
                         write_part(part_path(root, table, seq, v), table,
-                                   {"block": block, "run": run}, v, columns=EXEC_ENCODED,
-                                   extra_meta={"pysched.encoding": "exec-successor/1",
+                                   {columns[0][0]: first, "run": run}, v, columns=columns,
+                                   extra_meta={"pysched.encoding": self.exec_encoding,
                                                "pysched.exec_rows": str(len(chunk))})
                     else:
                         write_part(part_path(root, table, seq, v), table, data, v)

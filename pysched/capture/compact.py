@@ -2,13 +2,13 @@
 its ``mem`` parts compactly.
 
 The plugin writes ``exec`` parts in the successor encoding of :mod:`pysched.trace.exec_codec`
-(columns ``block`` and ``run``, byte stream split) at its ``zstd=`` level, 1 by default, so
-that its writer thread keeps up with the guest; re-written at a higher level they shrink
-further. Parts written by plugins before that encoding hold the plain ``block`` column: they
-are re-written in the successor encoding, checked to decode to the same rows before they
-replace the plugin's. The decoded rows, the one row group per file and the ``pysched.*``
-key/value metadata stay as they were, so every reader and ``pysched check`` see the same
-trace.
+(``exec-successor/2``: columns ``code`` and ``run``, byte stream split) at its ``zstd=``
+level, 1 by default, so that its writer thread keeps up with the guest; re-written at a
+higher level they shrink further. Parts written by plugins before that encoding hold
+``exec-successor/1`` or the plain ``block`` column: they are re-written in
+``exec-successor/2``, checked to decode to the same rows before they replace the plugin's.
+The decoded rows, the one row group per file and the ``pysched.*`` key/value metadata (but
+the encoding) stay as they were, so every reader and ``pysched check`` see the same trace.
 
 The ``mem`` parts (data accesses) are re-written in the site-delta encoding of
 :mod:`pysched.trace.mem_codec` (2.5-3.5 times smaller), checked to decode to the same rows
@@ -44,7 +44,7 @@ def compact_part(path: Path, level: int = DEFAULT_LEVEL) -> tuple[int, int]:
     Parameters
     ----------
     path : Path
-        An ``exec/vVVV-NNNNNN.parquet`` file, plain or successor-encoded.
+        An ``exec/vVVV-NNNNNN.parquet`` file, plain or in a successor encoding.
     level : int
         zstd level (1-22).
 
@@ -56,25 +56,37 @@ def compact_part(path: Path, level: int = DEFAULT_LEVEL) -> tuple[int, int]:
     Raises
     ------
     ValueError
-        When the part is not an ``exec`` part (a ``block`` column, or the successor
-        encoding's two, in one row group), or its successor encoding does not decode to its
-        rows; nothing is replaced then.
+        When the part is not an ``exec`` part (a ``block`` column, or a successor encoding's
+        two, in one row group), it does not decode, or the re-encoded part does not decode to
+        its rows; nothing is replaced then.
     """
     pf = pq.ParquetFile(path)
     names = pf.schema_arrow.names
     meta = pf.metadata.metadata or {}
-    encoded = meta.get(mem_codec.META_ENCODING.encode()) == exec_codec.EXEC_SUCCESSOR.encode()
-    want = exec_codec.ENCODED_SCHEMA.names if encoded else ["block"]
+    raw = meta.get(mem_codec.META_ENCODING.encode())
+    encoding = raw.decode(errors="replace") if raw is not None else None
+    schema = exec_codec.ENCODED_SCHEMAS.get(encoding) if encoding is not None else None
+    want = schema.names if schema is not None else ["block"]
     if names != want or pf.metadata.num_row_groups > 1:
-        raise ValueError(f"{path}: not an exec part ('block' and, encoded, 'run' columns in one "
-                         "row group)")
+        raise ValueError(f"{path}: not an exec part (a 'block' column, or a successor "
+                         f"encoding's two, in one row group; encoding {encoding!r}, columns "
+                         f"{names})")
     table = pf.read()  # the file's key/value metadata comes along as schema metadata
     before = path.stat().st_size
-    if not encoded:
-        blocks = table.column("block").to_numpy()
+    if encoding != exec_codec.EXEC_SUCCESSOR:
+        if encoding is None:
+            blocks = table.column("block").to_numpy()
+        else:
+            rows = meta.get(exec_codec.META_ROWS.encode(), b"")
+            if not rows.strip().isdigit():
+                raise ValueError(f"{path}: metadata {exec_codec.META_ROWS} is {rows!r}, not a "
+                                 "row count")
+            try:
+                blocks = exec_codec.decode_exec(table, int(rows), encoding)
+            except ValueError as exc:
+                raise ValueError(f"{path}: does not decode: {exc}") from None
         out = exec_codec.encode_exec(blocks)
-        back = exec_codec.decode_exec(out.column("block").to_numpy(),
-                                      out.column("run").to_numpy(), len(blocks))
+        back = exec_codec.decode_exec(out, len(blocks))
         if not np.array_equal(back, blocks):
             raise ValueError(f"{path}: the successor encoding does not decode to the same "
                              "rows; the part is left as the plugin wrote it")
@@ -135,7 +147,7 @@ def compact_trace(trace_dir: Path, level: int = DEFAULT_LEVEL) -> dict[str, Any]
     Returns
     -------
     dict
-        ``{"table": "exec", "encoding": "exec-successor/1", "zstd_level": level,
+        ``{"table": "exec", "encoding": "exec-successor/2", "zstd_level": level,
         "parts": n, "bytes_before": b, "bytes_after": a}`` for the manifest, with
         ``"mem": {"encoding": ..., "parts": n, "bytes_before": b, "bytes_after": a}`` when
         the trace has data accesses, and ``"symbols": {"system_map": "System.map.xz",

@@ -43,7 +43,8 @@ class Part:
         Rows of the table in the file (from its footer; a successor-encoded ``exec`` part's
         decoded rows, from its metadata).
     encoding : str or None
-        The encoding of an ``exec`` part (:data:`pysched.trace.exec_codec.EXEC_SUCCESSOR`) or
+        The encoding of an ``exec`` part (a key of
+        :data:`pysched.trace.exec_codec.ENCODED_SCHEMAS`) or
         a compact ``mem`` part (:data:`pysched.trace.mem_codec.MEM_SITE_DELTA`), None for a
         table's plain columns.
     icount_range : tuple of int or None
@@ -106,8 +107,8 @@ def _validate_part(spec: TableSpec, path: Path) -> Part:
     columns = spec.schema
     icount_range = None
     num_rows = pf.metadata.num_rows
-    if spec.name == "exec" and encoding == exec_codec.EXEC_SUCCESSOR:
-        columns = exec_codec.ENCODED_SCHEMA
+    if spec.name == "exec" and encoding in exec_codec.ENCODED_SCHEMAS:
+        columns = exec_codec.ENCODED_SCHEMAS[encoding]
         raw = meta.get(exec_codec.META_ROWS, "")
         if not raw.strip().isdigit():
             raise TraceError(f"{path}: successor-encoded exec part whose metadata "
@@ -307,9 +308,12 @@ class Trace:
         table's columns.
         """
         spec = TABLES[part.table]
-        encoded = (exec_codec.ENCODED_SCHEMA if part.table == "exec" else
-                   mem_codec.ENCODED_SCHEMA)
-        names = (encoded if part.encoding else spec.schema).names
+        if part.encoding is None:
+            names = spec.schema.names
+        elif part.table == "exec":
+            names = exec_codec.ENCODED_SCHEMAS[part.encoding].names
+        else:
+            names = mem_codec.ENCODED_SCHEMA.names
         try:
             t = pq.ParquetFile(part.path, page_checksum_verification=True).read(columns=names)
         except pa.ArrowMemoryError:
@@ -333,9 +337,9 @@ class Trace:
 
     @staticmethod
     def _decode_exec(part: Part, encoded: pa.Table) -> pa.Table:
+        assert part.encoding is not None
         try:
-            blocks = exec_codec.decode_exec(encoded.column("block").to_numpy(),
-                                            encoded.column("run").to_numpy(), part.num_rows)
+            blocks = exec_codec.decode_exec(encoded, part.num_rows, part.encoding)
         except ValueError as exc:
             raise TraceError(f"{part.path}: table 'exec': the successor-encoded part does not "
                              f"decode: {exc}") from None
