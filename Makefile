@@ -236,7 +236,8 @@ clean:
 # Cache models against pycachesim on the shipped data-access trace (no guest or plugin needed).
 # The exec table's successor encodings (/1 and /2) on every shipped trace: bytes per instruction
 bench-exec-encoding: setup
-	$(PY) benchmarks/exec_encoding.py --out benchmarks/results/exec-encoding.json
+	$(PY) benchmarks/exec_encoding.py --out benchmarks/results/exec-encoding.json \
+	    --part-rows 4194304,16777216
 
 bench-models: setup
 	$(PY) benchmarks/models.py --out benchmarks/results/models.json

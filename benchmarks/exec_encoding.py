@@ -8,6 +8,10 @@ Every part is decoded, re-encoded in both encodings and the ``/2`` part decoded 
 compared with the rows (a mismatch stops the run). Instructions are the decoded blocks'
 instruction counts; the sizes are the Parquet files' in bytes, written to memory.
 
+``--part-rows N,...`` also cuts each vCPU's whole stream into parts of N decoded rows (the
+plugin's ``rows=``) and reports ``exec-successor/2`` at zstd 1 per N (``by_part_rows``):
+each part's successor lists start empty, so the part size changes the bytes.
+
 Usage: ``python benchmarks/exec_encoding.py --out benchmarks/results/exec-encoding.json``
 """
 from __future__ import annotations
@@ -46,8 +50,8 @@ def part_bytes(table: pa.Table, level: int) -> int:
     return buf.tell()
 
 
-def measure(path: Path) -> dict:
-    """One trace's rows, instructions and bytes per encoding and level."""
+def measure(path: Path, part_rows: list[int]) -> dict:
+    """One trace's rows, instructions and bytes per encoding and level (and per part size)."""
     trace = open_trace(path)
     blocks = trace.table("blocks")
     ids = blocks.column("block").to_numpy()
@@ -69,7 +73,17 @@ def measure(path: Path) -> dict:
                 encoded_rows[encoding] += enc.num_rows
                 for lv in LEVELS:
                     size[f"{encoding}@{lv}"] += part_bytes(enc, lv)
+    by_rows = {}
+    for n in part_rows:
+        total = 0
+        for vcpu in trace.vcpus:
+            stream = np.concatenate([trace.read_part(p).column("block").to_numpy()
+                                     for p in trace.parts("exec", vcpu)])
+            total += sum(part_bytes(encode_exec(stream[lo:lo + n]), 1)
+                         for lo in range(0, len(stream), n))
+        by_rows[str(n)] = total / insns
     return {"insns": insns, "rows": rows, "encoded_rows": encoded_rows, "bytes": size,
+            "by_part_rows": by_rows,
             "bytes_per_insn": {k: v / insns for k, v in size.items()},
             "v1_over_v2": {f"zstd{lv}": size[f"{EXEC_SUCCESSOR_V1}@{lv}"] /
                            size[f"{EXEC_SUCCESSOR}@{lv}"] for lv in LEVELS}}
@@ -80,14 +94,22 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks/results/exec-encoding.json")
     ap.add_argument("traces", nargs="*", type=Path,
                     help="trace directories (default: every one under data/)")
+    ap.add_argument("--part-rows", default="",
+                    help="comma-separated part sizes in decoded rows (default: none)")
     args = ap.parse_args()
+    try:
+        part_rows = [int(x) for x in args.part_rows.split(",") if x.strip()]
+    except ValueError:
+        sys.exit(f"benchmark: --part-rows {args.part_rows!r}: expected counts like 4194304")
+    if any(n < 1 for n in part_rows):
+        sys.exit(f"benchmark: --part-rows {args.part_rows!r}: every count must be 1 or more")
     traces = args.traces or sorted(p.parent for p in (REPO / "data").glob("*/manifest.json"))
     if not traces:
         sys.exit("benchmark: no traces under data/")
     per: dict[str, dict] = {}
     for path in traces:
         t0 = time.perf_counter()
-        per[path.name] = measure(path)
+        per[path.name] = measure(path, part_rows)
         ratio = per[path.name]["v1_over_v2"]
         print(f"{path.name}: /1 over /2 {ratio['zstd1']:.2f}x at zstd 1, "
               f"{ratio['zstd9']:.2f}x at zstd 9 ({time.perf_counter() - t0:.0f} s)", flush=True)

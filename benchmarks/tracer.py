@@ -19,10 +19,10 @@ accesses, 0.006 bytes of Parquet per instruction by default.
 
 Usage: ``python benchmarks/tracer.py --out benchmarks/results/tracer.json``
 
-``--ab OTHER.so`` instead compares two builds of the plugin on the default stream only: ROUNDS
-rounds of plain TCG, OTHER (before) and ``--plugin`` (after), interleaved so that both see the
-same host load, and the ratios of the fastest run of each (the runs of a shared host vary far
-more than the plugins do).
+``--ab OTHER.so`` instead compares two builds of the plugin on the default stream (with
+``--ab-data``: with data accesses): ROUNDS rounds of plain TCG, OTHER (before) and
+``--plugin`` (after), interleaved so that both see the same host load, and the ratios of the
+fastest run of each (the runs of a shared host vary far more than the plugins do).
 """
 from __future__ import annotations
 
@@ -177,7 +177,8 @@ def ab_main(args: argparse.Namespace, plugin: Path) -> int:
             runs["plain"].append(wall)
             cpu["plain"].append(cpu_s)
             for name, so in (("before", args.ab), ("after", plugin)):
-                opts = plugin_options(tmp / name, guest.system_map, RAM_MIB)
+                opts = plugin_options(tmp / name, guest.system_map, RAM_MIB,
+                                      data_accesses=args.ab_data)
                 wall, *_, cpu_s = run(base + ["-plugin", f"{so},{opts}"])
                 runs[name].append(wall)
                 cpu[name].append(cpu_s)
@@ -191,6 +192,7 @@ def ab_main(args: argparse.Namespace, plugin: Path) -> int:
     best_cpu = {k: min(v) for k, v in cpu.items()}
     summary = {
         **run_context(args.workload, append, guest.kernel_version, clock),
+        "stream": "data" if args.ab_data else "default",
         "plugin_before": str(args.ab),
         "plugin_after": str(plugin),
         "rounds": args.rounds,
@@ -203,8 +205,9 @@ def ab_main(args: argparse.Namespace, plugin: Path) -> int:
         "min_cpu_ratios": {"before_over_plain": best_cpu["before"] / best_cpu["plain"],
                            "after_over_plain": best_cpu["after"] / best_cpu["plain"],
                            "after_over_before": best_cpu["after"] / best_cpu["before"]},
-        "note": "wall and CPU time of QEMU's whole run (boot, workload, power-off), default "
-                "stream; ratios of the fastest run of each",
+        "note": "wall and CPU time of QEMU's whole run (boot, workload, power-off), "
+                f"{'data' if args.ab_data else 'default'} stream; ratios of the fastest run "
+                "of each",
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(summary, indent=2) + "\n")
@@ -223,7 +226,10 @@ def main() -> int:
     ap.add_argument("--execlog-cap", type=float, default=20.0,
                     help="stop execlog after this many times plain TCG's wall time")
     ap.add_argument("--ab", type=Path, default=None, metavar="OTHER.so",
-                    help="compare with this other build of the plugin (default stream only)")
+                    help="compare with this other build of the plugin (default stream, or "
+                         "--ab-data's)")
+    ap.add_argument("--ab-data", action="store_true",
+                    help="with --ab: compare the two builds with data accesses")
     ap.add_argument("--rounds", type=int, default=3,
                     help="rounds of plain / default / data (with --ab: plain / OTHER / "
                          "--plugin), interleaved (default 3)")
@@ -239,6 +245,8 @@ def main() -> int:
         sys.exit("benchmark: plugin not built; run `make plugin`")
     if args.rounds < 1:
         sys.exit(f"benchmark: --rounds {args.rounds}: must be 1 or more")
+    if args.ab_data and args.ab is None:
+        sys.exit("benchmark: --ab-data needs --ab OTHER.so")
     if args.ab is not None:
         if not args.ab.is_file():
             sys.exit(f"benchmark: --ab {args.ab}: no such file")

@@ -42,8 +42,8 @@ static inline VCPU *slide_vcpu(unsigned int cpu)
 /* The exec stream and the roi_insns bound                                                   */
 
 /* The code of block X after block PREV, which the front of PREV's list did not predict (or the
- * part's first block, FIRST): its place in the list, or SUCCESSORS plus the zigzag form of the
- * difference of the ids; X moves to the front of the list (README: exec). */
+ * part's first block, FIRST): its place in the list, or EXEC_SUCCESSORS plus the zigzag form
+ * of the difference of the ids; X moves to the front of the list (README: exec). */
 static uint32_t exec_learn(VCPU *vs, uint32_t prev, uint32_t x, bool first)
 {
     int64_t d = (int64_t)x - (first ? 0 : (int64_t)prev);

@@ -104,7 +104,7 @@ bool load_sysmap(const char *path)
 
 bool parse_options(int argc, char **argv)
 {
-    S.rows = 4194304;
+    S.rows = 16777216;
     S.zstd = 1;
     for (int i = 0; i < argc; i++) {
         char *eq = strchr(argv[i], '=');

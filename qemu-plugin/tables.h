@@ -19,6 +19,7 @@
 #define EXEC_ENCODING "exec-successor/2"
 
 #define EVENT_ROWS 65536             /* rows per part of the small event tables */
+#define MEM_ROWS 4194304             /* rows per part of the mem table (data accesses) */
 #define MAX_INFLIGHT_BYTES (768u << 20) /* vCPUs wait when the writer is this far behind */
 
 /* Columns every per-vCPU event table but mem starts with (tables.c names them all). */

@@ -65,7 +65,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             buf_alloc(&vs->buf[t], t, EVENT_ROWS);
         }
         if (S.data) {
-            buf_alloc(&vs->buf[T_MEM], T_MEM, S.rows);
+            buf_alloc(&vs->buf[T_MEM], T_MEM, MEM_ROWS);
         }
     }
     buf_alloc(&S.statics[0], T_BLOCKS, EVENT_ROWS);
