@@ -106,6 +106,7 @@ bool parse_options(int argc, char **argv)
 {
     S.rows = 16777216;
     S.zstd = 1;
+    S.exec_zstd = 9;
     for (int i = 0; i < argc; i++) {
         char *eq = strchr(argv[i], '=');
         if (!eq) {
@@ -143,6 +144,13 @@ bool parse_options(int argc, char **argv)
                 return false;
             }
             S.zstd = (int)x;
+        } else if (!strcmp(key, "exec_zstd")) {
+            if (!parse_size(val, &x) || x < 1 || x > 22) {
+                fprintf(stderr, "pysched-trace: exec_zstd=%s: expected a level from 1 to 22\n",
+                        val);
+                return false;
+            }
+            S.exec_zstd = (int)x;
         } else if (!strcmp(key, "ram")) {
             if (!parse_size(val, &S.ram)) {
                 fprintf(stderr, "pysched-trace: ram=%s: expected a size such as 512M\n", val);
@@ -156,7 +164,7 @@ bool parse_options(int argc, char **argv)
             }
         } else {
             fprintf(stderr, "pysched-trace: unknown option '%s' (known: out, sysmap, roi, data, "
-                    "rows, zstd, ram, roi_insns)\n", key);
+                    "rows, zstd, exec_zstd, ram, roi_insns)\n", key);
             return false;
         }
     }

@@ -14,9 +14,11 @@ void write_plugin_json(bool final)
                            final ? "true" : "false");
     g_string_append_printf(s, "  \"options\": {\"out\": \"%s\", \"sysmap\": \"%s\", "
                            "\"roi\": \"%s\", \"data\": %s, \"rows\": %zu, \"zstd\": %d, "
-                           "\"ram\": %" PRIu64 ", \"roi_insns\": %" PRIu64 "},\n",
+                           "\"exec_zstd\": %d, \"ram\": %" PRIu64 ", \"roi_insns\": %" PRIu64
+                           "},\n",
                            S.out, S.sysmap ? S.sysmap : "", S.roi_all ? "all" : "marker",
-                           S.data ? "true" : "false", S.rows, S.zstd, S.ram, S.roi_insns);
+                           S.data ? "true" : "false", S.rows, S.zstd, S.exec_zstd, S.ram,
+                           S.roi_insns);
     g_string_append_printf(s, "  \"symbols\": {\"idt_table\": %" PRIu64 ", \"current_task\": %"
                            PRIu64 ", \"__switch_to\": %" PRIu64, S.sym_idt, S.sym_current,
                            S.sym_switch_to);

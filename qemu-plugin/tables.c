@@ -200,7 +200,8 @@ static gpointer writer_main(gpointer unused)
             meta[m++] = rows;
         }
         if (pq_write_part(job->path, t->cols, t->ncols, (const void *const *)job->col, job->n,
-                          meta, S.zstd, err, sizeof(err)) != 0) {
+                          meta, job->table == T_EXEC ? S.exec_zstd : S.zstd, err,
+                          sizeof(err)) != 0) {
             fprintf(stderr, "pysched-trace: %s\n", err);
             exit(1);
         }

@@ -168,7 +168,8 @@ typedef struct {
     bool roi_all;
     bool data;
     size_t rows;
-    int zstd;
+    int zstd;      /* level of every table but exec */
+    int exec_zstd; /* level of exec parts (README: exec_zstd) */
     uint64_t ram;
     uint64_t roi_insns; /* 0: no bound */
     /* symbols */

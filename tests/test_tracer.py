@@ -335,6 +335,13 @@ def test_bad_roi_insns_fails_cleanly(tmp_path: Path, value: str) -> None:
     assert f"roi_insns={value}: expected a positive instruction count" in err
 
 
+@pytest.mark.parametrize("key", ["zstd", "exec_zstd"])
+@pytest.mark.parametrize("value", ["0", "23", "x"])
+def test_bad_zstd_level_fails_cleanly(tmp_path: Path, key: str, value: str) -> None:
+    assert f"{key}={value}: expected a level from 1 to 22" in plugin_refuses(tmp_path,
+                                                                           f"{key}={value}")
+
+
 def test_roi_insns_needs_marker_mode(tmp_path: Path) -> None:
     err = plugin_refuses(tmp_path, "roi=all,roi_insns=1000")
     assert "roi_insns=1000: needs roi=marker" in err
@@ -450,6 +457,7 @@ def test_whole_run_mode_records_the_boot(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     info = json.loads((out / "plugin.json").read_text())
     assert info["final"] and info["options"]["roi"] == "all"
+    assert (info["options"]["zstd"], info["options"]["exec_zstd"]) == (1, 9)  # the defaults
     assert all(n > 10_000_000 for n in info["icount"])  # the boot itself is recorded
     trace = open_trace(out)
     it = trace.df("interrupts")

@@ -92,10 +92,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also record every data load and store (plugin data=on)")
     parser.add_argument("--compact", type=int, nargs="?", const=COMPACT_LEVEL, default=None,
                         metavar="LEVEL", help="after the run, recompress the exec table at "
-                        f"zstd LEVEL (default {COMPACT_LEVEL}; the plugin writes level 1): "
-                        "about 1.26x smaller at 9, 1.38x at 19; and re-write the mem table "
-                        "(data accesses) as per-instruction address deltas, about 2.6x "
-                        "smaller; see pysched/capture/compact.py")
+                        f"zstd LEVEL (default {COMPACT_LEVEL}, the plugin's exec_zstd; a "
+                        "higher level, up to 22, makes it smaller at more CPU time), in the "
+                        "plugin's successor encoding when an older plugin wrote it; and "
+                        "re-write the mem table (data accesses) as per-instruction address "
+                        "deltas, about 2.6x smaller; see pysched/capture/compact.py")
     parser.add_argument("--kernel-args", default=None, metavar="ARGS",
                         help="the guest kernel's optional arguments (default: "
                         f"{qm.DEFAULT_KERNEL_ARGS!r}); the harness adds "

@@ -2,9 +2,9 @@
 its ``mem`` parts compactly.
 
 The plugin writes ``exec`` parts in the successor encoding of :mod:`pysched.trace.exec_codec`
-(``exec-successor/2``: columns ``code`` and ``run``, byte stream split) at its ``zstd=``
-level, 1 by default, so that its writer thread keeps up with the guest; re-written at a
-higher level they shrink further. Parts written by plugins before that encoding hold
+(``exec-successor/2``: columns ``code`` and ``run``, byte stream split) at its
+``exec_zstd=`` level, 9 by default (older plugins wrote them at ``zstd=``, 1 by default);
+re-written at a higher level they shrink further. Parts written by plugins before that encoding hold
 ``exec-successor/1`` or the plain ``block`` column: they are re-written in
 ``exec-successor/2``, checked to decode to the same rows before they replace the plugin's.
 The decoded rows, the one row group per file and the ``pysched.*`` key/value metadata (but
