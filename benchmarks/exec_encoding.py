@@ -1,8 +1,8 @@
 """Benchmark the exec table's successor encodings: bytes per instruction of every shipped
 trace's exec parts in ``exec-successor/1`` and ``exec-successor/2``
 (:mod:`pysched.trace.exec_codec`), written as the plugin writes them (byte stream split, no
-dictionary, one row group, pages that end at 1 MiB) at zstd 1 (the plugin's default level)
-and 9 (``pysched trace --compact``'s).
+dictionary, one row group, pages that end at 1 MiB) at zstd 1 and 9 (the plugin's
+``exec_zstd=`` default and ``pysched trace --compact``'s).
 
 Every part is decoded, re-encoded in both encodings and the ``/2`` part decoded again and
 compared with the rows (a mismatch stops the run). Instructions are the decoded blocks'
