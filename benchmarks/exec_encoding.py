@@ -54,15 +54,17 @@ def measure(path: Path, part_rows: list[int]) -> dict:
     """One trace's rows, instructions and bytes per encoding and level (and per part size)."""
     trace = open_trace(path)
     blocks = trace.table("blocks")
-    ids = blocks.column("block").to_numpy()
-    ninsn = np.zeros(int(ids.max()) + 1 if len(ids) else 1, np.int64)
-    ninsn[ids] = blocks.column("ninsn").to_numpy()
+    block_ids = blocks.column("block").to_numpy()
+    ninsn = np.zeros(int(block_ids.max()) + 1 if len(block_ids) else 1, np.int64)
+    ninsn[block_ids] = blocks.column("ninsn").to_numpy()
     insns = rows = 0
     encoded_rows = {EXEC_SUCCESSOR_V1: 0, EXEC_SUCCESSOR: 0}
     size = {f"{e}@{lv}": 0 for e in encoded_rows for lv in LEVELS}
+    streams = []  # each vCPU's whole stream, for the part sizes below
     for vcpu in trace.vcpus:
-        for part in trace.parts("exec", vcpu):
-            ids = trace.read_part(part).column("block").to_numpy()
+        parts = [trace.read_part(p).column("block").to_numpy() for p in trace.parts("exec", vcpu)]
+        streams.append(np.concatenate(parts) if parts else np.zeros(0, np.uint32))
+        for part, ids in zip(trace.parts("exec", vcpu), parts):
             insns += int(ninsn[ids].sum())
             rows += len(ids)
             for encoding in encoded_rows:
@@ -76,9 +78,7 @@ def measure(path: Path, part_rows: list[int]) -> dict:
     by_rows = {}
     for n in part_rows:
         total = 0
-        for vcpu in trace.vcpus:
-            stream = np.concatenate([trace.read_part(p).column("block").to_numpy()
-                                     for p in trace.parts("exec", vcpu)])
+        for stream in streams:
             total += sum(part_bytes(encode_exec(stream[lo:lo + n]), 1)
                          for lo in range(0, len(stream), n))
         by_rows[str(n)] = total / insns

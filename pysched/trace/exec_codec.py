@@ -185,6 +185,14 @@ def _decode_v1(block: np.ndarray, run: np.ndarray, out: np.ndarray, nids: int) -
     return -1
 
 
+def _schema(encoding: str) -> pa.Schema:
+    """The encoded columns of ``encoding``; ValueError naming the known ones otherwise."""
+    if encoding not in ENCODED_SCHEMAS:
+        raise ValueError(f"unknown exec encoding {encoding!r} (known: "
+                         f"{', '.join(sorted(ENCODED_SCHEMAS))})")
+    return ENCODED_SCHEMAS[encoding]
+
+
 def encode_exec(blocks: np.ndarray, encoding: str = EXEC_SUCCESSOR) -> pa.Table:
     """Encode one part's block ids (see the module).
 
@@ -207,9 +215,7 @@ def encode_exec(blocks: np.ndarray, encoding: str = EXEC_SUCCESSOR) -> pa.Table:
     ValueError
         When the encoding is unknown or a block id is above :data:`MAX_BLOCK_ID`.
     """
-    if encoding not in ENCODED_SCHEMAS:
-        raise ValueError(f"unknown exec encoding {encoding!r} (known: "
-                         f"{', '.join(sorted(ENCODED_SCHEMAS))})")
+    schema = _schema(encoding)
     blocks = np.ascontiguousarray(blocks, dtype=np.uint32)
     top = int(blocks.max()) if len(blocks) else 0
     if top > MAX_BLOCK_ID:
@@ -220,7 +226,6 @@ def encode_exec(blocks: np.ndarray, encoding: str = EXEC_SUCCESSOR) -> pa.Table:
     m = encode(blocks, out_first, out_run, top + 1)
     meta = {META_ENCODING.encode(): encoding.encode(),
             META_ROWS.encode(): str(len(blocks)).encode()}
-    schema = ENCODED_SCHEMAS[encoding]
     return pa.table({schema.names[0]: out_first[:m], "run": out_run[:m]},
                     schema=schema.with_metadata(meta))
 
@@ -249,10 +254,7 @@ def decode_exec(encoded: pa.Table, rows: int, encoding: str = EXEC_SUCCESSOR) ->
         successor the part never recorded; the message names the encoded row); the caller
         adds the file's name.
     """
-    if encoding not in ENCODED_SCHEMAS:
-        raise ValueError(f"unknown exec encoding {encoding!r} (known: "
-                         f"{', '.join(sorted(ENCODED_SCHEMAS))})")
-    first_name, run_name = ENCODED_SCHEMAS[encoding].names
+    first_name, run_name = _schema(encoding).names
     first = np.ascontiguousarray(encoded.column(first_name).to_numpy(), dtype=np.uint32)
     run = np.ascontiguousarray(encoded.column(run_name).to_numpy(), dtype=np.uint32)
     total = len(first) + int(run.sum(dtype=np.uint64))
