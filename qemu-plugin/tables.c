@@ -22,10 +22,11 @@ static const pq_column COLS_BLOCKS[BL_N] = {
     [BL_BLOCK] = {"block", PQ_U32, PQ_DELTA}, [BL_VADDR] = {"vaddr", PQ_U64, PQ_PLAIN},
     [BL_NINSN] = {"ninsn", PQ_U32, PQ_DICT}, [BL_NBYTES] = {"nbytes", PQ_U32, PQ_DICT}};
 
+/* The gap is 0 on all but a block's first row and where a page boundary moves paddr - vaddr:
+ * a dictionary of few values (the kernel text's offset, a user or module page's). */
 static const pq_column COLS_INSNS[IN_N] = {
-    [IN_BLOCK] = {"block", PQ_U32, PQ_DELTA}, [IN_IDX] = {"idx", PQ_U16, PQ_DICT},
-    [IN_VADDR] = {"vaddr", PQ_U64, PQ_DELTA}, [IN_PADDR] = {"paddr", PQ_U64, PQ_DELTA},
-    [IN_SIZE] = {"size", PQ_U8, PQ_DICT}, [IN_FLAGS] = {"flags", PQ_U8, PQ_DICT}};
+    [IN_BLOCK] = {"block", PQ_U32, PQ_DELTA}, [IN_SIZE] = {"size", PQ_U8, PQ_DICT},
+    [IN_FLAGS] = {"flags", PQ_U8, PQ_DICT}, [IN_PGAP] = {"pgap", PQ_U64, PQ_DICT}};
 
 /* The successor encoding (callbacks.c, exec_append): the code of a block the prediction missed
  * and the run of predicted blocks after it. Byte stream split: the four bytes of every value in
@@ -198,6 +199,9 @@ static gpointer writer_main(gpointer unused)
             meta[m++] = EXEC_ENCODING;
             meta[m++] = "pysched.exec_rows";
             meta[m++] = rows;
+        } else if (job->table == T_INSNS) {
+            meta[m++] = "pysched.encoding";
+            meta[m++] = INSNS_ENCODING;
         }
         if (pq_write_part(job->path, t->cols, t->ncols, (const void *const *)job->col, job->n,
                           meta, job->table == T_EXEC ? S.exec_zstd : S.zstd, err,
@@ -297,18 +301,19 @@ size_t ev_row(VCPU *vs, int table, uint64_t icount)
 void emit_static_rows(const Block *b, const uint64_t *paddrs, const uint8_t *flags)
 {
     Buf *bi = &S.statics[1];
-    uint64_t va = b->vaddr;
+    /* a block's rows stay in one part: the reader derives idx and vaddr along them */
+    if (bi->n + b->ninsn > bi->cap) {
+        buf_flush(bi, -1);
+    }
+    uint64_t va = b->vaddr, offset = 0;
     for (uint32_t i = 0; i < b->ninsn; i++) {
-        if (bi->n == bi->cap) {
-            buf_flush(bi, -1);
-        }
         size_t r = bi->n++;
+        uint64_t o = paddrs[i] - va; /* modulo 2^64, as the reader adds it back */
         COL(bi, IN_BLOCK, uint32_t)[r] = b->id;
-        COL(bi, IN_IDX, uint16_t)[r] = (uint16_t)i;
-        COL(bi, IN_VADDR, uint64_t)[r] = va;
-        COL(bi, IN_PADDR, uint64_t)[r] = paddrs[i];
         COL(bi, IN_SIZE, uint8_t)[r] = b->sizes[i];
         COL(bi, IN_FLAGS, uint8_t)[r] = flags[i];
+        COL(bi, IN_PGAP, uint64_t)[r] = o - offset;
+        offset = o;
         va += b->sizes[i];
     }
     Buf *bb = &S.statics[0];

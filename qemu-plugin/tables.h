@@ -17,6 +17,8 @@
 #define SCHEMA_VERSION "1"
 /* pysched.encoding of exec parts (pysched/trace/exec_codec.py) */
 #define EXEC_ENCODING "exec-successor/2"
+/* pysched.encoding of insns parts (pysched/trace/insns_codec.py) */
+#define INSNS_ENCODING "insns-gap/1"
 
 #define EVENT_ROWS 65536             /* rows per part of the small event tables */
 #define MEM_ROWS 4194304             /* rows per part of the mem table (data accesses) */
@@ -27,7 +29,9 @@ enum { EV_VCPU, EV_ICOUNT, EV_EXEC_ROW, EV_TIME_NS, EV_N };
 
 enum { BL_BLOCK, BL_VADDR, BL_NINSN, BL_NBYTES, BL_N };
 
-enum { IN_BLOCK, IN_IDX, IN_VADDR, IN_PADDR, IN_SIZE, IN_FLAGS, IN_N };
+/* insns parts are gap-encoded (README: blocks and insns): idx and vaddr follow from the block's
+ * rows, paddr from the change of paddr - vaddr along them */
+enum { IN_BLOCK, IN_SIZE, IN_FLAGS, IN_PGAP, IN_N };
 
 /* exec parts are successor-encoded (README: exec): a block's code, then how many predicted ones */
 enum { EX_CODE, EX_RUN, EX_N };

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from twins.exec_codec import slow_encode, slow_encode_v1
+from twins.insns_codec import slow_encode as slow_encode_insns
 
 KBASE = 0xFFFFFFFF80000000
 U8, U16, U32, U64, I16, I64 = (pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64(), pa.int16(),
@@ -45,6 +46,8 @@ COLUMNS: dict[str, list[tuple[str, pa.DataType]]] = {
 #: writes it.
 EXEC_ENCODINGS = {"exec-successor/2": ([("code", U32), ("run", U32)], slow_encode),
                   "exec-successor/1": ([("block", U32), ("run", U32)], slow_encode_v1)}
+#: The columns of an insns part in the gap encoding (README: blocks and insns).
+INSNS_GAP_COLUMNS = [("block", U32), ("size", U8), ("flags", U8), ("pgap", U64)]
 PER_VCPU = ("exec", "syscalls", "interrupts", "switches", "markers", "wakeups", "device_requests",
             "mem")
 EVENTS = ("syscalls", "interrupts", "switches", "markers", "wakeups", "device_requests")
@@ -116,6 +119,9 @@ class TraceFactory:
         The successor encoding of the exec parts (:mod:`pysched.trace.exec_codec`): the
         plugin's, ``exec-successor/2``, by default; None: the plain ``block`` column of older
         plugins.
+    insns_encoding : str or None
+        The encoding of the insns part (:mod:`pysched.trace.insns_codec`): the plugin's,
+        ``insns-gap/1``, by default; None: the six plain columns of older plugins.
     """
 
     nvcpus: int = 1
@@ -128,6 +134,7 @@ class TraceFactory:
     clock: int = 0
     id_step: int = 1  # block ids are 1, 1 + step, ...: a large step makes them sparse
     exec_encoding: str | None = "exec-successor/2"
+    insns_encoding: str | None = "insns-gap/1"
 
     def __post_init__(self) -> None:
         for v in range(self.nvcpus):
@@ -269,7 +276,14 @@ class TraceFactory:
         root.mkdir(parents=True, exist_ok=True)
         blocks, insns = self.static_rows()
         write_part(part_path(root, "blocks", 0), "blocks", blocks)
-        write_part(part_path(root, "insns", 0), "insns", insns)
+        if self.insns_encoding:
+            pgap = slow_encode_insns(insns["block"], insns["vaddr"], insns["paddr"])
+            write_part(part_path(root, "insns", 0), "insns",
+                       {"block": insns["block"], "size": insns["size"], "flags": insns["flags"],
+                        "pgap": pgap}, columns=INSNS_GAP_COLUMNS,
+                       extra_meta={"pysched.encoding": self.insns_encoding})
+        else:
+            write_part(part_path(root, "insns", 0), "insns", insns)
         for v in range(self.nvcpus):
             per = {"exec": [{"block": b} for b in self.exec[v]]}
             per.update({t: self.rows[t][v] for t in self.rows})

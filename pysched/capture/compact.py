@@ -1,5 +1,5 @@
 """Re-encoding a trace's ``exec`` parts in the successor encoding at a higher zstd level, and
-its ``mem`` parts compactly.
+its ``insns`` and ``mem`` parts compactly.
 
 The plugin writes ``exec`` parts in the successor encoding of :mod:`pysched.trace.exec_codec`
 (``exec-successor/2``: columns ``code`` and ``run``, byte stream split) at its
@@ -9,6 +9,10 @@ re-written at a higher level they shrink further. Parts written by plugins befor
 ``exec-successor/2``, checked to decode to the same rows before they replace the plugin's.
 The decoded rows, the one row group per file and the ``pysched.*`` key/value metadata (but
 the encoding) stay as they were, so every reader and ``pysched check`` see the same trace.
+
+Plain ``insns`` parts (older plugins') are re-written in the gap encoding of
+:mod:`pysched.trace.insns_codec`, each checked to decode to the same rows first; a part that
+does not (an older plugin could cut a block's rows between two parts) stays plain.
 
 The ``mem`` parts (data accesses) are re-written in the site-delta encoding of
 :mod:`pysched.trace.mem_codec` (2.5-3.5 times smaller), checked to decode to the same rows
@@ -28,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pysched.trace import exec_codec, mem_codec
+from pysched.trace import exec_codec, insns_codec, mem_codec
 from pysched.trace.symbol_files import recompress_system_map
 from pysched.trace.reader import Part, Trace
 
@@ -97,13 +101,16 @@ def compact_part(path: Path, level: int = DEFAULT_LEVEL) -> tuple[int, int]:
 
 
 def _replace_part(path: Path, table: pa.Table, level: int,
-                  column_encoding: dict[str, str] | None = None) -> int:
-    """Write ``table`` as one row group beside ``path``, rename it over ``path``; its size."""
+                  column_encoding: dict[str, str] | None = None,
+                  dictionary: list[str] | None = None) -> int:
+    """Write ``table`` as one row group beside ``path``, rename it over ``path``; its size.
+    Columns in ``dictionary`` are dictionary-encoded, the others as ``column_encoding`` says
+    (default plain)."""
     tmp = path.with_name(path.name + ".tmp")
     # pages end at the default 1 MiB, not at 20,000 rows: zstd compresses each page apart
     # (the plugin's writer does the same, qemu-plugin/parquet_writer.cc)
     pq.write_table(table, tmp, compression="zstd", compression_level=level,
-                   use_dictionary=False, column_encoding=column_encoding,
+                   use_dictionary=dictionary or False, column_encoding=column_encoding,
                    row_group_size=max(1, table.num_rows), write_statistics=False,
                    write_page_checksum=True, max_rows_per_page=PAGE_ROWS)
     os.replace(tmp, path)
@@ -134,8 +141,38 @@ def compact_mem_part(trace: Trace, part: Part, level: int = DEFAULT_LEVEL) -> tu
     return before, _replace_part(part.path, encoded, level)
 
 
+def compact_insns_part(trace: Trace, part: Part,
+                       level: int = DEFAULT_LEVEL) -> tuple[int, int, bool]:
+    """Re-write one plain ``insns`` part in the gap encoding (beside it, then renamed over it).
+
+    ``part`` is one of ``trace.parts("insns")`` and ``level`` the zstd level; returns the bytes
+    before and after, and whether the part was re-written. A part already encoded, or whose
+    encoding would not decode to its rows (a block's rows out of order or cut between parts),
+    is left as it is.
+    """
+    before = part.path.stat().st_size
+    if part.encoding is not None:
+        return before, before, False
+    plain = pq.ParquetFile(part.path).read()  # its key/value metadata comes along
+    encoded = insns_codec.encode_insns(plain)
+    try:
+        back = insns_codec.decode_insns(encoded, trace.block_vaddr)
+    except ValueError:
+        return before, before, False
+    if not all(np.array_equal(back.column(c).to_numpy(), plain.column(c).to_numpy())
+               for c in plain.schema.names):
+        return before, before, False
+    keep = {k: v for k, v in (plain.schema.metadata or {}).items()
+            if not k.startswith(b"ARROW:")}
+    encoded = encoded.replace_schema_metadata(
+        {**keep, mem_codec.META_ENCODING.encode(): insns_codec.INSNS_GAP.encode()})
+    return before, _replace_part(part.path, encoded, level, {"block": "DELTA_BINARY_PACKED"},
+                                 dictionary=["size", "flags", "pgap"]), True
+
+
 def compact_trace(trace_dir: Path, level: int = DEFAULT_LEVEL) -> dict[str, Any]:
-    """Re-encode every ``exec`` and ``mem`` part of a trace directory, and its kernel map.
+    """Re-encode every ``exec``, ``insns`` and ``mem`` part of a trace directory, and its kernel
+    map.
 
     Parameters
     ----------
@@ -149,8 +186,8 @@ def compact_trace(trace_dir: Path, level: int = DEFAULT_LEVEL) -> dict[str, Any]
     dict
         ``{"table": "exec", "encoding": "exec-successor/2", "zstd_level": level,
         "parts": n, "bytes_before": b, "bytes_after": a}`` for the manifest, with
-        ``"mem": {"encoding": ..., "parts": n, "bytes_before": b, "bytes_after": a}`` when
-        the trace has data accesses, and ``"symbols": {"system_map": "System.map.xz",
+        ``"insns": {"encoding": "insns-gap/1", "parts": n, "encoded": k, "bytes_before": b,
+        "bytes_after": a}`` (``k`` parts re-written), ``"mem": {...}`` alike when the trace has data accesses, and ``"symbols": {"system_map": "System.map.xz",
         "bytes_before": b, "bytes_after": a}`` when its ``System.map.gz`` was re-written.
 
     Raises
@@ -181,10 +218,17 @@ def compact_trace(trace_dir: Path, level: int = DEFAULT_LEVEL) -> dict[str, Any]
         summary["mem"] = {"encoding": mem_codec.MEM_SITE_DELTA, "parts": len(sizes),
                           "bytes_before": sum(b for b, _ in sizes),
                           "bytes_after": sum(a for _, a in sizes)}
+    # last: the mem parts' encoding reads insns through the parts listed when it opened
+    insns = [compact_insns_part(trace, part, level) for part in trace.parts("insns")]
+    summary["insns"] = {"encoding": insns_codec.INSNS_GAP, "parts": len(insns),
+                        "encoded": sum(done for _, _, done in insns),
+                        "bytes_before": sum(b for b, _, _ in insns),
+                        "bytes_after": sum(a for _, a, _ in insns)}
     symbols = recompress_system_map(trace_dir)
     if symbols is not None:
         summary["symbols"] = symbols
     return summary
 
 
-__all__ = ["DEFAULT_LEVEL", "compact_mem_part", "compact_part", "compact_trace"]
+__all__ = ["DEFAULT_LEVEL", "compact_insns_part", "compact_mem_part", "compact_part",
+           "compact_trace"]

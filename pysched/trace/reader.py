@@ -6,12 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import exec_codec, mem_codec
+from . import exec_codec, insns_codec, mem_codec
 from .errors import TraceError
 from .schema import (
     META_SCHEMA_VERSION,
@@ -44,9 +45,9 @@ class Part:
         decoded rows, from its metadata).
     encoding : str or None
         The encoding of an ``exec`` part (a key of
-        :data:`pysched.trace.exec_codec.ENCODED_SCHEMAS`) or
-        a compact ``mem`` part (:data:`pysched.trace.mem_codec.MEM_SITE_DELTA`), None for a
-        table's plain columns.
+        :data:`pysched.trace.exec_codec.ENCODED_SCHEMAS`), a gap-encoded ``insns`` part
+        (:data:`pysched.trace.insns_codec.INSNS_GAP`) or a compact ``mem`` part
+        (:data:`pysched.trace.mem_codec.MEM_SITE_DELTA`), None for a table's plain columns.
     icount_range : tuple of int or None
         First and last ``icount`` of an encoded part (from its metadata).
     """
@@ -115,6 +116,8 @@ def _validate_part(spec: TableSpec, path: Path) -> Part:
                              f"{exec_codec.META_ROWS} is {meta.get(exec_codec.META_ROWS)!r}, "
                              "not a row count")
         num_rows = int(raw)
+    elif spec.name == "insns" and encoding == insns_codec.INSNS_GAP:
+        columns = insns_codec.ENCODED_SCHEMA
     elif encoding is not None:
         if spec.name != "mem" or encoding != mem_codec.MEM_SITE_DELTA:
             raise TraceError(f"{path}: table {spec.name!r} in an unknown encoding {encoding!r}")
@@ -304,14 +307,16 @@ class Trace:
 
         Page checksums are verified where the writer stored them (the plugin does); a damaged
         file raises :class:`TraceError` naming the file and its table. An encoded part
-        (:mod:`pysched.trace.exec_codec`, :mod:`pysched.trace.mem_codec`) is decoded to the
-        table's columns.
+        (:mod:`pysched.trace.exec_codec`, :mod:`pysched.trace.insns_codec`,
+        :mod:`pysched.trace.mem_codec`) is decoded to the table's columns.
         """
         spec = TABLES[part.table]
         if part.encoding is None:
             names = spec.schema.names
         elif part.table == "exec":
             names = exec_codec.ENCODED_SCHEMAS[part.encoding].names
+        elif part.table == "insns":
+            names = insns_codec.ENCODED_SCHEMA.names
         else:
             names = mem_codec.ENCODED_SCHEMA.names
         try:
@@ -323,6 +328,8 @@ class Trace:
                              f"cannot be read ({exc})") from exc
         if part.encoding and part.table == "exec":
             t = self._decode_exec(part, t)
+        elif part.encoding and part.table == "insns":
+            t = self._decode_insns(part, t)
         elif part.encoding:
             t = self._decode_mem(part, t)
         # Types are validated; the cast only unifies nullability and drops metadata.
@@ -344,6 +351,32 @@ class Trace:
             raise TraceError(f"{part.path}: table 'exec': the successor-encoded part does not "
                              f"decode: {exc}") from None
         return pa.table({"block": blocks})
+
+    def _decode_insns(self, part: Part, encoded: pa.Table) -> pa.Table:
+        try:
+            return insns_codec.decode_insns(encoded, self.block_vaddr)
+        except ValueError as exc:
+            raise TraceError(f"{part.path}: table 'insns': the gap-encoded part does not "
+                             f"decode: {exc}") from None
+
+    def block_vaddr(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``blocks.vaddr`` of each block id of ``ids`` (a duplicated id: its first row) and
+        whether ``blocks`` has it (uint64 and bool arrays), from ``blocks`` read once."""
+        known = self._cache.get("block_vaddr")
+        if known is None:
+            b = self.table("blocks")
+            bid = b.column("block").to_numpy()
+            order = np.argsort(bid, kind="stable")
+            known = self._cache["block_vaddr"] = (bid[order],
+                                                  b.column("vaddr").to_numpy()[order])
+        sorted_ids, vaddr = known
+        pos = np.searchsorted(sorted_ids, ids)
+        inside = pos < len(sorted_ids)
+        found = np.zeros(len(ids), dtype=bool)
+        found[inside] = sorted_ids[pos[inside]] == ids[inside]
+        out = np.zeros(len(ids), dtype=np.uint64)
+        out[found] = vaddr[pos[found]]
+        return out, found
 
     def _decode_mem(self, part: Part, encoded: pa.Table) -> pa.Table:
         assert part.icount_range is not None and part.vcpu is not None
