@@ -18,6 +18,7 @@ import pytest
 from pysched.capture.guest import locate_guest, write_run_initrd
 from pysched.capture.qemu import default_plugin_path, plugin_options, qemu_argv
 from pysched.trace import block_sizes, expand, open_trace
+from pysched.trace.insns_codec import INSNS_GAP
 from pysched.trace.schema import EVENT_TABLES
 
 KTEXT = 0xFFFFFFFF80000000
@@ -161,8 +162,10 @@ def test_timer_interrupts_match_proc_interrupts(traced: Path) -> None:
 
 def test_kernel_text_frames_follow_the_fixed_mapping(traced: Path) -> None:
     # The default boots with KASLR: the kernel image is at vaddr - KTEXT + phys_base, both
-    # moved by the kernel at boot and found by the plugin (plugin.json).
+    # moved by the kernel at boot and found by the plugin (plugin.json). The plugin writes
+    # insns gap-encoded: the frames below are the reader's, derived from the block's rows.
     trace = open_trace(traced)
+    assert {p.encoding for p in trace.parts("insns")} == {INSNS_GAP}
     info = trace.plugin_info
     assert info["kaslr"]["found"] and info["kaslr"]["verified_by_idt"], info["kaslr"]
     assert info["phys_base_found"]
