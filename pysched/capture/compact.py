@@ -187,8 +187,10 @@ def compact_trace(trace_dir: Path, level: int = DEFAULT_LEVEL) -> dict[str, Any]
         ``{"table": "exec", "encoding": "exec-successor/2", "zstd_level": level,
         "parts": n, "bytes_before": b, "bytes_after": a}`` for the manifest, with
         ``"insns": {"encoding": "insns-gap/1", "parts": n, "encoded": k, "bytes_before": b,
-        "bytes_after": a}`` (``k`` parts re-written), ``"mem": {...}`` alike when the trace has data accesses, and ``"symbols": {"system_map": "System.map.xz",
-        "bytes_before": b, "bytes_after": a}`` when its ``System.map.gz`` was re-written.
+        "bytes_after": a}`` (``k`` parts re-written), ``"mem": {"encoding": ..., "parts": n,
+        "bytes_before": b, "bytes_after": a}`` when the trace has data accesses, and
+        ``"symbols": {"system_map": "System.map.xz", "bytes_before": b, "bytes_after": a}``
+        when its ``System.map.gz`` was re-written.
 
     Raises
     ------
