@@ -247,11 +247,17 @@ bool writer_warmup(void)
     return true;
 }
 
+/* Flush both static tables, blocks first (S.lock held). */
+static void flush_statics_locked(void)
+{
+    buf_flush(&S.statics[0], -1);
+    buf_flush(&S.statics[1], -1);
+}
+
 void flush_statics(void)
 {
     g_mutex_lock(&S.lock);
-    buf_flush(&S.statics[0], -1);
-    buf_flush(&S.statics[1], -1);
+    flush_statics_locked();
     g_mutex_unlock(&S.lock);
 }
 
@@ -300,10 +306,11 @@ size_t ev_row(VCPU *vs, int table, uint64_t icount)
  * row per instruction at consecutive virtual addresses from b->vaddr. Under S.lock. */
 void emit_static_rows(const Block *b, const uint64_t *paddrs, const uint8_t *flags)
 {
-    Buf *bi = &S.statics[1];
-    /* a block's rows stay in one part: the reader derives idx and vaddr along them */
-    if (bi->n + b->ninsn > bi->cap) {
-        buf_flush(bi, -1);
+    Buf *bi = &S.statics[1], *bb = &S.statics[0];
+    /* A block's rows stay in one part: the reader derives idx and vaddr along them. Both
+     * tables are flushed together, so that a killed run's last parts hold the same blocks. */
+    if (bi->n + b->ninsn > bi->cap || bb->n == bb->cap) {
+        flush_statics_locked();
     }
     uint64_t va = b->vaddr, offset = 0;
     for (uint32_t i = 0; i < b->ninsn; i++) {
@@ -315,10 +322,6 @@ void emit_static_rows(const Block *b, const uint64_t *paddrs, const uint8_t *fla
         COL(bi, IN_PGAP, uint64_t)[r] = o - offset;
         offset = o;
         va += b->sizes[i];
-    }
-    Buf *bb = &S.statics[0];
-    if (bb->n == bb->cap) {
-        buf_flush(bb, -1);
     }
     size_t r = bb->n++;
     COL(bb, BL_BLOCK, uint32_t)[r] = b->id;

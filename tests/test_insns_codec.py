@@ -195,6 +195,18 @@ def test_compact_encodes_plain_parts_and_keeps_a_cut_block_plain(tmp_path: Path)
     assert check_trace(after).ok
 
 
+def test_compact_rewrites_encoded_parts_at_its_level(tmp_path: Path) -> None:
+    d = tf.sample().write(tmp_path / "t")
+    before = open_trace(d).table("insns")
+    summary = compact_trace(d, 19)["insns"]
+    assert summary["parts"] == 1 and summary["encoded"] == 0
+    after = open_trace(d)
+    assert after.parts("insns")[0].encoding == INSNS_GAP
+    assert pq.ParquetFile(after.parts("insns")[0].path).metadata.row_group(0).column(0) \
+        .compression == "ZSTD"
+    assert after.table("insns").equals(before)
+
+
 def test_compact_of_a_shipped_trace_reads_back_the_same_rows(tmp_path: Path) -> None:
     src = Path(__file__).resolve().parents[1] / "data" / "netserver-10b"
     if not (src / "insns").is_dir():

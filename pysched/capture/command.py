@@ -94,10 +94,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="LEVEL", help="after the run, recompress the exec table at "
                         f"zstd LEVEL (default {COMPACT_LEVEL}, the plugin's exec_zstd; a "
                         "higher level, up to 22, makes it smaller at more CPU time), in the "
-                        "plugin's successor encoding when an older plugin wrote it; "
-                        "re-write plain insns parts (older plugins') in the plugin's gap "
-                        "encoding; and the mem table (data accesses) as per-instruction "
-                        "address deltas, about 2.6x smaller; see pysched/capture/compact.py")
+                        "plugin's successor encoding when an older plugin wrote it; the "
+                        "insns table too, in the plugin's gap encoding where an older plugin "
+                        "wrote it plain; and re-write the mem table (data accesses) as "
+                        "per-instruction address deltas, about 2.6x smaller; see "
+                        "pysched/capture/compact.py")
     parser.add_argument("--kernel-args", default=None, metavar="ARGS",
                         help="the guest kernel's optional arguments (default: "
                         f"{qm.DEFAULT_KERNEL_ARGS!r}); the harness adds "

@@ -10,9 +10,10 @@ re-written at a higher level they shrink further. Parts written by plugins befor
 The decoded rows, the one row group per file and the ``pysched.*`` key/value metadata (but
 the encoding) stay as they were, so every reader and ``pysched check`` see the same trace.
 
-Plain ``insns`` parts (older plugins') are re-written in the gap encoding of
-:mod:`pysched.trace.insns_codec`, each checked to decode to the same rows first; a part that
-does not (an older plugin could cut a block's rows between two parts) stays plain.
+The ``insns`` parts are re-written at the level in the gap encoding of
+:mod:`pysched.trace.insns_codec`, which the plugin writes; a plain part (older plugins') is
+checked to decode to the same rows first, and one that does not (an older plugin could cut a
+block's rows between two parts) stays plain.
 
 The ``mem`` parts (data accesses) are re-written in the site-delta encoding of
 :mod:`pysched.trace.mem_codec` (2.5-3.5 times smaller), checked to decode to the same rows
@@ -35,6 +36,7 @@ import pyarrow.parquet as pq
 from pysched.trace import exec_codec, insns_codec, mem_codec
 from pysched.trace.symbol_files import recompress_system_map
 from pysched.trace.reader import Part, Trace
+from pysched.trace.schema import TABLES
 
 #: zstd level of re-encoded parts (9: about 0.2 s per 4 million rows on one core).
 DEFAULT_LEVEL = 9
@@ -143,31 +145,37 @@ def compact_mem_part(trace: Trace, part: Part, level: int = DEFAULT_LEVEL) -> tu
 
 def compact_insns_part(trace: Trace, part: Part,
                        level: int = DEFAULT_LEVEL) -> tuple[int, int, bool]:
-    """Re-write one plain ``insns`` part in the gap encoding (beside it, then renamed over it).
+    """Re-write one ``insns`` part gap-encoded at zstd ``level`` (beside it, then renamed over
+    it).
 
-    ``part`` is one of ``trace.parts("insns")`` and ``level`` the zstd level; returns the bytes
-    before and after, and whether the part was re-written. A part already encoded, or whose
-    encoding would not decode to its rows (a block's rows out of order or cut between parts),
-    is left as it is.
+    ``part`` is one of ``trace.parts("insns")``. A plain part is encoded, and replaced only if
+    the encoding decodes to its rows (not when a block's rows are out of order or cut between
+    parts: then it is left as it is); an encoded part is re-written at ``level``. Returns the
+    bytes before and after, and whether a plain part was encoded.
     """
     before = part.path.stat().st_size
-    if part.encoding is not None:
-        return before, before, False
-    plain = pq.ParquetFile(part.path).read()  # its key/value metadata comes along
-    encoded = insns_codec.encode_insns(plain)
-    try:
-        back = insns_codec.decode_insns(encoded, trace.block_vaddr)
-    except ValueError:
-        return before, before, False
-    if not all(np.array_equal(back.column(c).to_numpy(), plain.column(c).to_numpy())
-               for c in plain.schema.names):
-        return before, before, False
-    keep = {k: v for k, v in (plain.schema.metadata or {}).items()
+    names = TABLES["insns"].schema.names
+    pf = pq.ParquetFile(part.path)
+    meta = {k: v for k, v in (pf.metadata.metadata or {}).items()
             if not k.startswith(b"ARROW:")}
-    encoded = encoded.replace_schema_metadata(
-        {**keep, mem_codec.META_ENCODING.encode(): insns_codec.INSNS_GAP.encode()})
-    return before, _replace_part(part.path, encoded, level, {"block": "DELTA_BINARY_PACKED"},
-                                 dictionary=["size", "flags", "pgap"]), True
+    if part.encoding is not None:
+        encoded = pf.read(columns=insns_codec.ENCODED_SCHEMA.names)
+        was_plain = False
+    else:
+        plain = pf.read(columns=names)
+        encoded = insns_codec.encode_insns(plain)
+        try:
+            back = insns_codec.decode_insns(encoded, trace.block_vaddr)
+        except ValueError:
+            return before, before, False
+        if not all(np.array_equal(back.column(c).to_numpy(), plain.column(c).to_numpy())
+                   for c in names):
+            return before, before, False
+        meta[mem_codec.META_ENCODING.encode()] = insns_codec.INSNS_GAP.encode()
+        was_plain = True
+    after = _replace_part(part.path, encoded.replace_schema_metadata(meta), level,
+                          {"block": "DELTA_BINARY_PACKED"}, dictionary=["size", "flags", "pgap"])
+    return before, after, was_plain
 
 
 def compact_trace(trace_dir: Path, level: int = DEFAULT_LEVEL) -> dict[str, Any]:
@@ -187,7 +195,7 @@ def compact_trace(trace_dir: Path, level: int = DEFAULT_LEVEL) -> dict[str, Any]
         ``{"table": "exec", "encoding": "exec-successor/2", "zstd_level": level,
         "parts": n, "bytes_before": b, "bytes_after": a}`` for the manifest, with
         ``"insns": {"encoding": "insns-gap/1", "parts": n, "encoded": k, "bytes_before": b,
-        "bytes_after": a}`` (``k`` parts re-written), ``"mem": {"encoding": ..., "parts": n,
+        "bytes_after": a}`` (``k`` plain parts encoded), ``"mem": {"encoding": ..., "parts": n,
         "bytes_before": b, "bytes_after": a}`` when the trace has data accesses, and
         ``"symbols": {"system_map": "System.map.xz", "bytes_before": b, "bytes_after": a}``
         when its ``System.map.gz`` was re-written.

@@ -3,7 +3,9 @@
 Checks (each listed in the output with its violations, at most ``--limit`` shown):
 
 ``blocks``   (a) executed blocks exist in ``blocks`` and ``insns``; each block's ``insns`` rows
-             are ``idx`` 0..ninsn-1 at consecutive addresses summing to ``nbytes``.
+             are ``idx`` 0..ninsn-1 at consecutive addresses summing to ``nbytes`` (a
+             gap-encoded part, :mod:`pysched.trace.insns_codec`, derives ``idx`` and the
+             addresses from its rows, so there only the row counts and sizes can disagree).
 ``icount``   (b) event rows (wake-ups too) agree with the exec stream: ``icount`` vs
              ``exec_row`` (see :mod:`pysched.trace.checker.vcpu`), monotonic counters,
              ``block_retired`` and ``handler`` of interrupt entries, the instruction at
