@@ -20,6 +20,8 @@ smaller than the plain columns at the same zstd level: qemu-plugin/README.md);
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import pyarrow as pa
 
@@ -52,7 +54,11 @@ def _exclusive_in_segment(values: np.ndarray, seg: np.ndarray, starts: np.ndarra
     return before - before[starts][seg]
 
 
-def decode_insns(encoded: pa.Table, block_vaddr) -> pa.Table:
+#: ``block_vaddr(ids) -> (vaddr, found)``: see :func:`decode_insns`.
+BlockVaddr = Callable[[np.ndarray], "tuple[np.ndarray, np.ndarray]"]
+
+
+def decode_insns(encoded: pa.Table, block_vaddr: BlockVaddr) -> pa.Table:
     """The plain ``insns`` columns of an encoded part.
 
     Parameters
