@@ -96,10 +96,15 @@ def compact_part(path: Path, level: int = DEFAULT_LEVEL) -> tuple[int, int]:
         if not np.array_equal(back, blocks):
             raise ValueError(f"{path}: the successor encoding does not decode to the same "
                              "rows; the part is left as the plugin wrote it")
-        keep = {k: v for k, v in meta.items() if not k.startswith(b"ARROW:")}
+        keep = _pysched_metadata(meta)
         table = out.replace_schema_metadata({**keep, **out.schema.metadata})
     return before, _replace_part(path, table, level,
                                  {c: "BYTE_STREAM_SPLIT" for c in table.column_names})
+
+
+def _pysched_metadata(meta: dict[bytes, bytes] | None) -> dict[bytes, bytes]:
+    """A part's key/value metadata without Arrow's own schema entry (rewritten on write)."""
+    return {k: v for k, v in (meta or {}).items() if not k.startswith(b"ARROW:")}
 
 
 def _replace_part(path: Path, table: pa.Table, level: int,
@@ -156,8 +161,7 @@ def compact_insns_part(trace: Trace, part: Part,
     before = part.path.stat().st_size
     names = TABLES["insns"].schema.names
     pf = pq.ParquetFile(part.path)
-    meta = {k: v for k, v in (pf.metadata.metadata or {}).items()
-            if not k.startswith(b"ARROW:")}
+    meta = _pysched_metadata(pf.metadata.metadata)
     if part.encoding is not None:
         encoded = pf.read(columns=insns_codec.ENCODED_SCHEMA.names)
         was_plain = False
