@@ -25,7 +25,10 @@ of.
 Scaling (``--scaling``): one trace under ``linux`` at 8, 32 and 64 cores at 2X and at 32 cores
 at 8X: cost per simulated instruction and peak RSS, and the cache model's work per instruction
 (accesses, misses of each level per thousand) beside the CPU time per access, so that a cost
-that grows is told apart from more work. Every row records the model's work
+that grows is told apart from more work. On the default machine, ``scaling_split`` has the
+same points through ``benchmarks/sandbox_split.py``: the chunk kernel's and the engine's
+shares of the time, and the kernel's calls replayed as run and grouped by core (what the
+host's caches add as the cores grow). Every row records the model's work
 (``cache_accesses``, ``l1_misses``, ``l2_misses``, ``l3_misses``: accesses served below
 that level).
 
@@ -167,12 +170,34 @@ def meets(rows: list[dict]) -> dict:
     }
 
 
+#: (cores, load) of the scaling runs.
+SCALING_POINTS = ((8, 2), (32, 2), (64, 2), (32, 8))
+
+
 def scaling(trace: Path, cache: Path, base: Path | None = None) -> list[dict]:
     """``linux`` on ``trace``: 8, 32 and 64 cores at 2X and 32 cores at 8X, compiled only."""
     rows = []
-    for cores, load in ((8, 2), (32, 2), (64, 2), (32, 8)):
+    for cores, load in SCALING_POINTS:
         for r in run_child(trace, ["linux"], cores, load, 3, False, cache, base):
             rows.append({**r, **cost_and_work(r)})
+    return rows
+
+
+def scaling_split(trace: Path, cache: Path) -> list[dict]:
+    """The scaling points of :func:`scaling` through ``sandbox_split.py``: the kernel's and
+    the engine's shares of each point's time and its kernel calls replayed as run and grouped
+    by core (see there), one process each; the default machine only."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), PYSCHED_CACHE_DIR=str(cache))
+    rows = []
+    for cores, load in SCALING_POINTS:
+        out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "sandbox_split.py"),
+                              str(trace), str(cores), str(load)],
+                             capture_output=True, text=True, env=env, check=False)
+        if out.returncode != 0:
+            raise SystemExit(f"split of {trace.name} at {cores} cores, {load}X failed:\n"
+                             f"{out.stderr}")
+        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(json.dumps(rows[-1]), flush=True)
     return rows
 
 
@@ -335,6 +360,8 @@ def main() -> int:
         if args.scaling:
             big = max(chosen, key=lambda d: sum(f.stat().st_size for f in d.rglob("*")))
             result["scaling"] = scaling(big, cache, args.machine)
+            if args.machine is None:
+                result["scaling_split"] = scaling_split(big, cache)
         shutil.rmtree(cache, ignore_errors=True)
     result["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
                          "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

@@ -76,6 +76,9 @@ class FakeSim:
     def task_runtime(self, t):
         return float(self.runtime[t])
 
+    def task_runtimes(self):
+        return self.runtime
+
     def running(self, c):
         t = self.on.get(c)
         return None if t is None else SimpleNamespace(task=t, is_async=False)

@@ -478,14 +478,16 @@ def test_cfs_inlined_vruntime_equals_the_key(queue, runtimes, lags, running):
         wk = Work()
         wk.is_async, wk.task = is_async, -1 if is_async else task
         items.append(wk)
-    sim = SimpleNamespace(ncores=4, queue=lambda c: items, task_runtime=runtimes.__getitem__)
+    sim = SimpleNamespace(ncores=4, queue=lambda c: items, task_runtime=runtimes.__getitem__,
+                          task_runtimes=lambda: runtimes)
     run = Work()
     run.is_async, run.task = False, running
     answers = []
     for general in (False, True):
         cfs = Cfs()
         cfs.attach(sim)
-        cfs._lag.update(lags)
+        for t, v in lags.items():
+            cfs._lag[t] = v
         if general:
             cfs.key = lambda t, cfs=cfs: cfs.vruntime(t)
         answers.append((cfs.pick(items), cfs.wakeup_preempt(run, 0)))

@@ -76,14 +76,17 @@ class Cfs:
     def attach(self, sim: SimView) -> None:
         """Start on ``sim``'s machine, before time 0."""
         self.sim = sim
+        # the threads' run times, read at every pick and chunk end for each queued thread
+        self._runtimes = sim.task_runtimes()
         self._factor = 1 + math.log2(min(sim.ncores, 8))
-        self._lag: dict[int, float] = {}        # vruntime - run time, per thread
+        # vruntime - run time, per thread (a list: read for every queued thread at a pick)
+        self._lag: list[float] = [0.0] * len(self._runtimes)
         self._floor = [0.0] * sim.ncores         # min_vruntime per core
 
     # --- vruntime ------------------------------------------------------------------------------
     def vruntime(self, task: int) -> float:
         """Thread ``task``'s ``vruntime``: its run time plus the credit of its placements."""
-        return self.sim.task_runtime(task) + self._lag.get(task, 0.0)
+        return self._runtimes[task] + self._lag[task]
 
     def min_vruntime(self, core: int) -> float:
         """``core``'s ``min_vruntime``: the least ``vruntime`` of its running and queued
@@ -99,7 +102,7 @@ class Cfs:
 
     def _move(self, wk: Work, src: int, dst: int) -> None:
         # migrate_task_rq_fair: vruntime is kept relative to the queues' min_vruntime
-        self._lag[wk.task] = (self._lag.get(wk.task, 0.0) - self.min_vruntime(src)
+        self._lag[wk.task] = (self._lag[wk.task] - self.min_vruntime(src)
                               + self.min_vruntime(dst))
         self.sim.move(wk, dst)
 
@@ -113,7 +116,7 @@ class Cfs:
             lo = self.min_vruntime(core) - self._factor * LATENCY_S / 2
             vr = self.vruntime(work.task)
             if vr < lo:
-                self._lag[work.task] = self._lag.get(work.task, 0.0) + lo - vr
+                self._lag[work.task] = self._lag[work.task] + lo - vr
         return core
 
     def _select(self, last_core: int) -> int:
@@ -130,13 +133,13 @@ class Cfs:
         """Index in ``queue`` of the thread item of least :attr:`key` (None: no thread)."""
         key = self.key
         default = key is self._vruntime
-        runtime, lag = self.sim.task_runtime, self._lag.get
+        runtime, lag = self._runtimes, self._lag
         best, best_rt = None, math.inf
         for idx, wk in enumerate(queue):
             if wk.is_async:
                 continue
             t = wk.task
-            rt = runtime(t) + lag(t, 0.0) if default else key(t)  # vruntime, inlined
+            rt = runtime[t] + lag[t] if default else key(t)  # vruntime, inlined
             if rt < best_rt:
                 best, best_rt = idx, rt
         return best
@@ -148,8 +151,8 @@ class Cfs:
             return False
         key = self.key
         if key is self._vruntime:  # vruntime, inlined
-            runtime, lag = self.sim.task_runtime, self._lag.get
-            q = [runtime(wk.task) + lag(wk.task, 0.0) for wk in self.sim.queue(core)
+            runtime, lag = self._runtimes, self._lag
+            q = [runtime[wk.task] + lag[wk.task] for wk in self.sim.queue(core)
                  if not wk.is_async]
         else:
             q = [key(wk.task) for wk in self.sim.queue(core) if not wk.is_async]

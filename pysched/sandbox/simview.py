@@ -157,6 +157,12 @@ class SimView:
         """Seconds thread ``task`` has run so far."""
         return self._e._task_time[task]  # a float (Engine.__init__)
 
+    def task_runtimes(self):
+        """:meth:`task_runtime` of every thread, indexed by thread: a read-only view that
+        follows the run (a policy that reads many threads' run times at each decision keeps
+        it, and indexes it instead of calling :meth:`task_runtime` for each)."""
+        return self._e._task_time.toreadonly()
+
     def heatmaps(self) -> np.ndarray:
         """Page-heatmaps of the epoch so far: bool array (types, bits), row = type id
         (collected only when the policy sets ``heatmap_bits``; cleared after each epoch)."""
