@@ -221,6 +221,21 @@ def test_fixed_input_same_result():
         assert x == y
 
 
+def test_task_runtimes_is_a_read_only_view_that_follows_the_run():
+    w, fp = tiny([[(0, 300, 0, FIRST), (0, 80, 1, START)], [(0, 200, 0, FIRST)]])
+    eng, _ = run_logged(w, fp, "linux", 2, load=2)
+    sim = eng.policy.sim
+    view = sim.task_runtimes()
+    assert len(view) == len(eng.task_time) > 0
+    assert [view[t] for t in range(len(view))] == \
+        [sim.task_runtime(t) for t in range(len(view))]
+    assert view[0] > 0
+    eng.task_time[0] += 1.0  # the engine's figure, seen through the view
+    assert view[0] == sim.task_runtime(0)
+    with pytest.raises(TypeError):
+        view[0] = 0.0
+
+
 def test_copy_fairness_compares_the_copies_of_each_thread_only():
     from dataclasses import replace
     w, fp = tiny([[(0, 300, 0, FIRST), (0, 80, 1, START)], [(0, 200, 0, FIRST)]])

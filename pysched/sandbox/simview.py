@@ -157,7 +157,7 @@ class SimView:
         """Seconds thread ``task`` has run so far."""
         return self._e._task_time[task]  # a float (Engine.__init__)
 
-    def task_runtimes(self):
+    def task_runtimes(self) -> memoryview:
         """:meth:`task_runtime` of every thread, indexed by thread: a read-only view that
         follows the run (a policy that reads many threads' run times at each decision keeps
         it, and indexes it instead of calling :meth:`task_runtime` for each)."""
