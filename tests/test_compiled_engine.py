@@ -172,9 +172,9 @@ def test_an_unknown_engine_is_named():
                           st.integers(0, 2), st.integers(0, 20)), max_size=40),
        st.booleans())
 def test_a_run_queue_counts_its_interrupts_and_bottom_halves(ops, bisect):
-    """RunQueue's counts (async items, items per type), first async item and every item's
-    position equal a scan of the list after any sequence of changes (with ``bisect``, found
-    by the order keys however short the queue)."""
+    """RunQueue's counts (async items, threads, items per type), first async item and every
+    item's position equal a scan of the list after any sequence of changes (with ``bisect``,
+    found by the order keys however short the queue)."""
     from pysched.sandbox import runqueue
     from pysched.sandbox.runqueue import RunQueue
     from pysched.sandbox.simview import Work
@@ -215,6 +215,7 @@ def _run_queue_ops(q, ops, Work, Category):
         assert q.bh_items == [w for w in q if w.is_async and w.category != int(Category.INTERRUPT)]
         assert q.first_async() == (irq or bh or [None])[0]
         assert q.first_async(bottom_halves=False) == (irq or [None])[0]
+        assert q.threads == sum(not w.is_async for w in q)
         types = [w.type_id for w in q]
         assert q.type_count == {t: types.count(t) for t in set(types)}
         assert [q.position(w) for w in q] == list(range(len(q)))

@@ -174,6 +174,12 @@ class _FakeSim:
     def queued_cores(self):
         return [c for c, q in enumerate(self.queues) if q]
 
+    def queued_threads(self):
+        return tuple(q.threads for q in self.queues)
+
+    def task_runtimes(self):
+        return [0.0] * 10
+
     def running(self, c):
         return None
 
@@ -492,3 +498,85 @@ def test_cfs_inlined_vruntime_equals_the_key(queue, runtimes, lags, running):
             cfs.key = lambda t, cfs=cfs: cfs.vruntime(t)
         answers.append((cfs.pick(items), cfs.wakeup_preempt(run, 0)))
     assert answers[0] == answers[1]
+
+
+def test_queues_sharing_a_tally_count_their_own_threads():
+    """RunQueue's tally: one list, a slot per queue, each slot its queue's threads."""
+    tally = [0, 0]
+    a, b = RunQueue(tally=tally, slot=0), RunQueue(tally=tally, slot=1)
+    irq = _work(0)
+    irq.is_async, irq.category = True, int(Category.INTERRUPT)
+    a.append(_work(1))
+    a.insert(0, irq)
+    b.append(_work(2))
+    b.insert(0, _work(1))
+    assert tally == [1, 2] and (a.threads, b.threads) == (1, 2)
+    b.pop()
+    del a[0]  # the interrupt
+    assert tally == [1, 1]
+
+
+def test_cfs_steal_pulls_the_last_thread_of_the_first_most_loaded_core():
+    """newidle_balance as a scan in core order: of cores 1 and 3 (two threads each, beside
+    interrupts), core 1 gives its last thread; one queued thread and no running one: none."""
+    from pysched.policies.cfs import Cfs
+
+    def irq():
+        wk = _work(3)
+        wk.is_async, wk.category = True, int(Category.INTERRUPT)
+        return wk
+
+    queues = [[], [_work(1), irq(), _work(2)], [irq(), irq(), irq(), _work(0)],
+              [_work(0), _work(1)]]
+    for c in (0, 2):
+        sim = _FakeSim(queues, 4, [0, 0, 0, 3])
+        cfs = Cfs()
+        cfs.attach(sim)
+        cfs.steal(c)
+        assert sim.moved == [(2, c)]  # core 1's last thread, past its interrupt
+    sim = _FakeSim([[], [irq(), _work(1)]], 4, [0, 0, 0, 3])
+    cfs = Cfs()
+    cfs.attach(sim)
+    cfs.steal(0)
+    assert sim.moved == []
+
+
+def test_cfs_balancing_reads_each_cores_queued_threads():
+    """During a replay the per-core thread counts CFS's steal and balance read equal a scan
+    of the queues, and the steal pulls from the first of the most loaded other cores."""
+    threads = [[(0, 40, 0, FIRST)] + [(0, 2000, 1 + t % 2, START), (0, 40, 0, START)] * 8
+               for t in range(9)]
+    w, fp = tiny(threads, interrupts=[(0, 300, 3, 1e-6 * k) for k in range(1, 40, 3)],
+                 ntypes=4)
+    pol = get_policy("linux")
+    eng = Engine(w, fp, pol, SandboxConfig(machine(4), epoch_s=2e-5, max_chunk=1000))
+    cfs, seen = pol.cfs, []
+    steal, balance = cfs.steal, cfs.balance
+
+    def scan():
+        counts = tuple(sum(not wk.is_async for wk in eng.queues[c]) for c in range(4))
+        assert cfs.sim.queued_threads() == counts
+        return counts
+
+    def checked_steal(core):
+        counts = list(scan())
+        counts[core] = 0
+        before = [len(q) for q in eng.queues]
+        steal(core)
+        after = [len(q) for q in eng.queues]
+        if after != before:  # it pulled one thread from the first of the most loaded
+            src = next(c for c in range(4) if after[c] < before[c])
+            assert counts[src] == max(counts) and counts.index(max(counts)) == src
+            assert after[core] == before[core] + 1
+        seen.append(counts)
+
+    def checked_balance():
+        scan()
+        balance()
+        seen.append(scan())
+
+    cfs.steal, cfs.balance = checked_steal, checked_balance
+    eng.log = []
+    eng.run()
+    check_invariants(eng)
+    assert len(seen) > 10 and any(max(c) > 1 for c in seen)

@@ -169,14 +169,14 @@ class Cfs:
         """Idle ``core`` pulls the last queued thread of the core with the most queued
         threads (``newidle_balance``)."""
         sim = self.sim
-        busiest, most = -1, 0
-        for c in range(sim.ncores):
-            q = sim.queue(c)
-            k = len(q) - q.irqs - q.bhs  # its threads: len(self._threads(c)) without the list
-            if c != core and k > most:
-                busiest, most = c, k
+        counts = list(sim.queued_threads())
+        counts[core] = 0
+        most = max(counts)
+        if not most:
+            return
+        busiest = counts.index(most)  # the first of the most loaded, as a scan in core order
         # Pull only from a core that has a thread waiting behind a running one.
-        if busiest >= 0 and (most >= 2 or sim.running(busiest) is not None):
+        if most >= 2 or sim.running(busiest) is not None:
             self._move(self._threads(busiest)[-1], busiest, core)
 
     def balance(self) -> None:
@@ -185,7 +185,8 @@ class Cfs:
         sim = self.sim
         n = sim.ncores
         for _ in range(4 * n):
-            lens = [len(self._threads(c)) + (sim.running(c) is not None) for c in range(n)]
+            lens = [k + (sim.running(c) is not None)
+                    for c, k in enumerate(sim.queued_threads())]
             hi = max(range(n), key=lens.__getitem__)
             lo = min(range(n), key=lens.__getitem__)
             if lens[hi] - lens[lo] < 2 or not self._threads(hi):

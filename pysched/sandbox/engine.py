@@ -328,7 +328,10 @@ class Engine:
         self.task_cycles = self.task_f[1]
         self.task_llc_misses = self.task_i[1]
         self.dep_done = np.zeros(total, dtype=bool)      # its wake-up has happened
-        self.queues: list[RunQueue] = [RunQueue() for _ in range(self.ncores)]
+        # each queue's threads (items not async), one slot per core (SimView.queued_threads)
+        self.threads_queued = [0] * self.ncores
+        self.queues: list[RunQueue] = [RunQueue(tally=self.threads_queued, slot=c)
+                                       for c in range(self.ncores)]
         self.core_item = [-1] * self.ncores
         # the thread item an interrupt took the core from (resumes next, see the module)
         self.core_paused = [-1] * self.ncores

@@ -33,13 +33,19 @@ class RunQueue(list):
     one less than the first at the head. The engine only appends and inserts at the head, so
     the keys grow along the queue and an item's place is a bisection of :attr:`_keys` (the
     keys in queue order, a list of ints: no item is read), checked by identity (a scan when
-    the check fails or the queue was ever inserted into elsewhere)."""
+    the check fails or the queue was ever inserted into elsewhere).
+
+    ``tally[slot]`` counts the queued items that are not interrupts or bottom halves (its
+    threads); the engine gives each core's queue its slot of one list (by default a queue
+    has a tally of its own)."""
 
     __slots__ = ("irq_items", "bh_items", "type_count", "version", "_head", "_tail", "_ordered",
-                 "_keys")
+                 "_keys", "_tally", "_slot")
 
-    def __init__(self, items=()) -> None:
+    def __init__(self, items=(), tally: list[int] | None = None, slot: int = 0) -> None:
         super().__init__()
+        self._tally = [0] if tally is None else tally
+        self._slot = slot
         self.irq_items: list = []
         self.bh_items: list = []
         self.type_count: dict[int, int] = {}
@@ -75,6 +81,8 @@ class RunQueue(list):
         self._added(wk)
         if wk.is_async:
             self._side(wk).append(wk)
+        else:
+            self._tally[self._slot] += 1
 
     def insert(self, idx: int, wk) -> None:
         if wk.is_async:
@@ -83,6 +91,8 @@ class RunQueue(list):
             before = 0 if idx == 0 else sum(1 for x in self[:idx] if x.is_async
                                             and self._side(x) is side)
             side.insert(before, wk)
+        else:
+            self._tally[self._slot] += 1
         if idx == 0:
             self._head -= 1
             wk.qkey = self._head
@@ -110,6 +120,13 @@ class RunQueue(list):
                 del side[i]
             else:
                 side.remove(wk)
+        else:
+            self._tally[self._slot] -= 1
+
+    @property
+    def threads(self) -> int:
+        """Queued items that are neither interrupts nor bottom halves."""
+        return self._tally[self._slot]
 
     def pop(self, idx: int = -1):
         wk = list.pop(self, idx)

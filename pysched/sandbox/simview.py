@@ -100,6 +100,11 @@ class SimView:
     def queue_len(self, core: int) -> int:
         return len(self._e.queues[core])
 
+    def queued_threads(self) -> tuple[int, ...]:
+        """Each core's queued threads (items that are neither interrupts nor bottom halves:
+        ``len(queue(c)) - queue(c).irqs - queue(c).bhs``), indexed by core; a copy."""
+        return tuple(self._e.threads_queued)
+
     def queued_cores(self) -> list[int]:
         """The cores whose queue holds an item, in order."""
         return [c for c, q in enumerate(self._e.queues) if q]
