@@ -185,11 +185,11 @@ class Cfs:
         sim = self.sim
         n = sim.ncores
         for _ in range(4 * n):
-            lens = [k + (sim.running(c) is not None)
-                    for c, k in enumerate(sim.queued_threads())]
+            queued = sim.queued_threads()
+            lens = [k + (sim.running(c) is not None) for c, k in enumerate(queued)]
             hi = max(range(n), key=lens.__getitem__)
             lo = min(range(n), key=lens.__getitem__)
-            if lens[hi] - lens[lo] < 2 or not self._threads(hi):
+            if lens[hi] - lens[lo] < 2 or not queued[hi]:
                 return
             self._move(self._threads(hi)[-1], hi, lo)
 
